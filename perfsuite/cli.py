@@ -1,0 +1,86 @@
+"""The ``perfsuite`` command: ``perfsuite info [--json] [--root DIR]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from perfsuite.fingerprint import FIELD_CLASSES, fingerprint
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        if value and isinstance(value[0], dict):
+            return "; ".join(
+                f"node{n['node']}: cpus {n['cpus'] or '-'}, "
+                + (f"{n['mem_total_bytes'] / 2**30:.1f} GiB" if n["mem_total_bytes"] else "mem ?")
+                for n in value
+            )
+        return " | ".join(str(v) for v in value)
+    return str(value)
+
+
+def _fmt_field(key: str, value) -> str:
+    if key.endswith("_bytes") and isinstance(value, int):
+        for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+            if value >= scale:
+                return f"{value / scale:g} {unit}"
+    return _fmt(value)
+
+
+def print_info(fp: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"perfsuite host fingerprint - class {fp['hardware_class']}")
+    table.add_column("field")
+    table.add_column("value")
+    table.add_column("class", style="dim")
+    isa = [k[4:] for k, v in fp["fields"].items() if k.startswith("isa.") and v]
+    for key, value in fp["fields"].items():
+        if key.startswith("isa."):
+            continue
+        table.add_row(key, _fmt_field(key, value), fp["classes"].get(key, ""))
+    table.add_row("isa (flags present)", ", ".join(isa) or "none", "must_match")
+    console.print(table)
+    for note in fp["notes"]:
+        console.print(f"note: {note}", style="yellow")
+
+
+def cmd_info(args) -> int:
+    fp = fingerprint(args.root)
+    if args.json:
+        json.dump(fp, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_info(fp)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="perfsuite", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    info = sub.add_parser("info", help="print the host fingerprint")
+    info.add_argument("--json", action="store_true", help="machine-readable output")
+    info.add_argument(
+        "--root", default="/", help="read sysfs/procfs below this directory (default: /)"
+    )
+    info.set_defaults(func=cmd_info)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+__all__ = ["main", "FIELD_CLASSES"]

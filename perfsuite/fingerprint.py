@@ -1,0 +1,301 @@
+"""Host fingerprint: what a benchmark result depends on, gathered by small ``collect_*``
+functions into one flat dict with documented dotted keys.
+
+Each key has a class used when comparing against a baseline:
+
+- ``must_match``: a different value means a different machine; results are incomparable.
+- ``tolerance``: compared, a difference is noted (memory size, frequency, THP, governor).
+- ``informational``: recorded only (model string, kernel, software versions...).
+
+Frequency and other jittery readings are never ``must_match``: two runs of one machine must
+always be comparable. The key list and classes are in ``FIELD_CLASSES``; ``SCHEMA`` versions it.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import re
+import sys
+from pathlib import Path
+
+from perfsuite.microarch import microarchitecture
+from perfsuite.topology import Reader, Topology, format_cpulist, read_topology
+
+SCHEMA = "perfsuite.fingerprint/1"
+
+INFERENCE_ISA_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx_vnni",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+)
+
+MUST, TOL, INFO = "must_match", "tolerance", "informational"
+
+FIELD_CLASSES: dict[str, str] = {
+    "cpu.vendor": MUST,
+    "cpu.family": MUST,
+    "cpu.model": MUST,
+    "cpu.microarchitecture": MUST,
+    "cpu.microarchitecture_by_flags": INFO,
+    "cpu.model_name": INFO,
+    "cpu.stepping": INFO,
+    "cpu.mhz_reported": TOL,
+    "cpu.sockets": MUST,
+    "cpu.physical_cores": MUST,
+    "cpu.threads_per_core": MUST,
+    "cpu.smt": MUST,
+    "cpu.smt_control": INFO,
+    "cpu.online": INFO,
+    "cpu.online_count": MUST,
+    "cpu.offline": INFO,
+    "cache.l1d_bytes": MUST,
+    "cache.l1i_bytes": INFO,
+    "cache.l2_bytes": MUST,
+    "cache.l3_bytes": MUST,
+    "cache.l3_domain_count": MUST,
+    "cache.l3_domains": INFO,
+    "numa.node_count": MUST,
+    "numa.nodes": INFO,
+    "memory.total_bytes": TOL,
+    "os.kernel": INFO,
+    "os.hypervisor": INFO,
+    "os.thp_enabled": TOL,
+    "os.numa_balancing": TOL,
+    "freq.driver": TOL,
+    "freq.governor": TOL,
+    "freq.boost": TOL,
+    "freq.max_mhz": TOL,
+    "kernels.isa": MUST,
+    **{f"isa.{flag}": MUST for flag in INFERENCE_ISA_FLAGS},
+    "software.python": INFO,
+    "software.perfsuite": INFO,
+    "software.numpy": INFO,
+    "software.numpy_blas": INFO,
+    "software.onnxruntime": INFO,
+    "software.openvino": INFO,
+    "software.nncf": INFO,
+    "software.onnx": INFO,
+}
+
+
+def collect_cpu(topo: Topology) -> dict:
+    cpu = topo.cpu
+    uarch, by_flags = microarchitecture(cpu.vendor, cpu.family, cpu.model, cpu.flags)
+    return {
+        "cpu.vendor": cpu.vendor,
+        "cpu.family": cpu.family,
+        "cpu.model": cpu.model,
+        "cpu.stepping": cpu.stepping,
+        "cpu.model_name": cpu.model_name,
+        "cpu.microarchitecture": uarch,
+        "cpu.microarchitecture_by_flags": by_flags,
+        "cpu.mhz_reported": cpu.mhz,
+        "cpu.sockets": topo.sockets,
+        "cpu.physical_cores": topo.physical_cores,
+        "cpu.threads_per_core": topo.threads_per_core,
+        "cpu.smt": None if topo.threads_per_core is None else topo.threads_per_core > 1,
+        "cpu.smt_control": topo.smt_control,
+        "cpu.online": format_cpulist(topo.online) if topo.online is not None else None,
+        "cpu.online_count": len(topo.online) if topo.online is not None else None,
+        "cpu.offline": format_cpulist(topo.offline),
+        **{f"isa.{f}": (f in cpu.flags) if cpu.flags else None for f in INFERENCE_ISA_FLAGS},
+    }
+
+
+def collect_caches(topo: Topology) -> dict:
+    def size(key):
+        level = topo.caches.get(key)
+        return level.size_bytes if level else None
+
+    domains = topo.l3_domains
+    return {
+        "cache.l1d_bytes": size("L1d"),
+        "cache.l1i_bytes": size("L1i"),
+        "cache.l2_bytes": size("L2"),
+        "cache.l3_bytes": size("L3"),
+        "cache.l3_domain_count": len(domains) if domains else None,
+        "cache.l3_domains": [format_cpulist(d) for d in domains] if domains else None,
+    }
+
+
+def collect_numa(topo: Topology) -> dict:
+    nodes = topo.numa_nodes
+    return {
+        "numa.node_count": len(nodes) if nodes is not None else None,
+        "numa.nodes": (
+            [
+                {
+                    "node": n.node,
+                    "cpus": format_cpulist(n.cpus),
+                    "mem_total_bytes": n.mem_total_bytes,
+                }
+                for n in nodes
+            ]
+            if nodes is not None
+            else None
+        ),
+    }
+
+
+def _hypervisor(reader: Reader, flags: frozenset[str], host: bool) -> str | None:
+    if host:
+        try:
+            from perfsuite import _kernels
+
+            vendor = _kernels.hypervisor_vendor()
+            if vendor:
+                return {
+                    "KVMKVMKVM": "KVM",
+                    "Microsoft Hv": "Hyper-V",
+                    "VMwareVMware": "VMware",
+                    "XenVMMXenVMM": "Xen",
+                    "TCGTCGTCGTCG": "QEMU-TCG",
+                }.get(vendor, vendor)
+        except ImportError:
+            pass
+    xen = reader.text("sys/hypervisor/type")
+    if xen:
+        return xen
+    if "hypervisor" in flags:
+        return reader.text("sys/class/dmi/id/sys_vendor") or "yes (vendor unknown)"
+    return "none" if flags else None
+
+
+def collect_os(reader: Reader, topo: Topology, host: bool) -> dict:
+    thp = reader.text("sys/kernel/mm/transparent_hugepage/enabled", note="THP")
+    if thp:
+        m = re.search(r"\[(\w+)\]", thp)
+        thp = m.group(1) if m else thp
+    balancing = reader.text("proc/sys/kernel/numa_balancing")
+    kernel = reader.text("proc/sys/kernel/osrelease") or (platform.release() if host else None)
+    return {
+        "os.kernel": kernel,
+        "os.hypervisor": _hypervisor(reader, topo.cpu.flags, host),
+        "os.thp_enabled": thp,
+        "os.numa_balancing": None if balancing is None else balancing != "0",
+    }
+
+
+def collect_frequency(reader: Reader, topo: Topology) -> dict:
+    first = topo.online[0] if topo.online else 0
+    policy = f"sys/devices/system/cpu/cpu{first}/cpufreq"
+    driver = reader.text(f"{policy}/scaling_driver")
+    if driver is None:
+        reader.notes.append(
+            "frequency: no cpufreq interface (common in VMs); driver/governor unknown"
+        )
+    boost = reader.text("sys/devices/system/cpu/cpufreq/boost")
+    max_khz = reader.text(f"{policy}/cpuinfo_max_freq")
+    return {
+        "freq.driver": driver,
+        "freq.governor": reader.text(f"{policy}/scaling_governor"),
+        "freq.boost": None if boost is None else boost == "1",
+        "freq.max_mhz": int(max_khz) / 1000 if max_khz and max_khz.isdigit() else None,
+    }
+
+
+def collect_memory(reader: Reader) -> dict:
+    raw = reader.text("proc/meminfo", note="memory")
+    m = re.search(r"MemTotal:\s+(\d+)\s*kB", raw or "")
+    return {"memory.total_bytes": int(m.group(1)) * 1024 if m else None}
+
+
+def _dist_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def collect_software() -> dict:
+    """Versions of what runs the benchmarks (always of this process, whatever the root)."""
+    blas = None
+    try:
+        from threadpoolctl import threadpool_info
+
+        libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        if libs:
+            lib = libs[0]
+            blas = f"{lib.get('internal_api')} {lib.get('version')} ({lib.get('architecture')})"
+    except Exception as exc:  # threadpoolctl inspects loaded libraries; never fatal here
+        blas = f"unknown ({exc.__class__.__name__})"
+    return {
+        "software.python": platform.python_version(),
+        "software.perfsuite": _dist_version("perfsuite"),
+        "software.numpy": _dist_version("numpy"),
+        "software.numpy_blas": blas,
+        "software.onnxruntime": _dist_version("onnxruntime"),
+        "software.openvino": _dist_version("openvino"),
+        "software.nncf": _dist_version("nncf"),
+        "software.onnx": _dist_version("onnx"),
+    }
+
+
+def collect_kernels() -> dict:
+    try:
+        from perfsuite import kernels
+
+        return {"kernels.isa": kernels.isa()}
+    except (ImportError, ValueError) as exc:
+        return {"kernels.isa": f"unavailable: {exc}"}
+
+
+def hardware_class(fields: dict) -> str:
+    """Short readable class from must-match fields, e.g. 'amd-zen3-2c-1n'."""
+    vendor = {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(
+        fields.get("cpu.vendor") or "", (fields.get("cpu.vendor") or "unknown").lower()
+    )
+    uarch = fields.get("cpu.microarchitecture") or "unknown"
+    cores = fields.get("cpu.physical_cores")
+    nodes = fields.get("numa.node_count")
+    parts = [vendor, uarch, f"{cores if cores else 'x'}c", f"{nodes if nodes else 'x'}n"]
+    tpc = fields.get("cpu.threads_per_core")
+    if tpc and tpc > 1:
+        parts.append(f"smt{tpc}")
+    return re.sub(r"[^a-z0-9_-]+", "_", "-".join(str(p) for p in parts).lower())
+
+
+def fingerprint(root: str | Path = "/", *, software: bool = True) -> dict:
+    """The full fingerprint dict (see module docstring and ``FIELD_CLASSES``)."""
+    host = Path(root).resolve() == Path("/")
+    topo = read_topology(root)
+    reader = Reader(root)
+    fields: dict = {}
+    fields.update(collect_cpu(topo))
+    fields.update(collect_caches(topo))
+    fields.update(collect_numa(topo))
+    fields.update(collect_memory(reader))
+    fields.update(collect_os(reader, topo, host))
+    fields.update(collect_frequency(reader, topo))
+    if software:
+        fields.update(collect_kernels() if host else {"kernels.isa": None})
+        fields.update(collect_software())
+    notes = list(topo.notes) + reader.notes
+    node_mem = [n["mem_total_bytes"] for n in fields.get("numa.nodes") or []]
+    total = fields.get("memory.total_bytes")
+    if total and node_mem and None not in node_mem and abs(sum(node_mem) - total) > 0.1 * total:
+        notes.append(
+            f"NUMA nodes report {sum(node_mem) / 2**30:.1f} GiB but MemTotal is "
+            f"{total / 2**30:.1f} GiB (hot-plugged or ballooned memory?)"
+        )
+    unknown = [k for k, v in fields.items() if v is None and FIELD_CLASSES.get(k) == MUST]
+    if unknown:
+        notes.append(f"unknown must-match fields: {', '.join(unknown)}")
+    return {
+        "schema": SCHEMA,
+        "hardware_class": hardware_class(fields),
+        "fields": fields,
+        "classes": {k: FIELD_CLASSES[k] for k in fields},
+        "notes": notes,
+        "python_executable": sys.executable if host else None,
+    }

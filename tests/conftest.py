@@ -1,0 +1,43 @@
+"""Shared test fixtures: host snapshots expanded into sysfs/procfs trees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HOSTS = Path(__file__).parent / "data" / "hosts"
+
+
+def expand_snapshot(snapshot: Path, root: Path) -> Path:
+    """Write each '== /path' section of a snapshot below root; returns root."""
+    name, lines = None, []
+
+    def flush():
+        if name is not None:
+            target = root / name.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("\n".join(lines).rstrip("\n") + "\n")
+
+    for line in snapshot.read_text().splitlines():
+        if line.startswith("== /"):
+            flush()
+            name, lines = line[3:], []
+        else:
+            lines.append(line)
+    flush()
+    return root
+
+
+@pytest.fixture(scope="session")
+def host_tree(tmp_path_factory):
+    """host_tree('epyc7763-2s-nps4') -> root directory of that machine's sysfs/procfs."""
+    cache: dict[str, Path] = {}
+
+    def make(name: str) -> Path:
+        if name not in cache:
+            root = tmp_path_factory.mktemp(name)
+            cache[name] = expand_snapshot(HOSTS / f"{name}.tree", root)
+        return cache[name]
+
+    return make

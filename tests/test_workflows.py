@@ -1,0 +1,29 @@
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_actionlint_passes_on_workflows():
+    exe = shutil.which("actionlint")
+    if exe is None:
+        pytest.skip("actionlint is not installed (pip install -e '.[test]' brings it)")
+    workflows = sorted((REPO / ".github" / "workflows").glob("*.yml"))
+    assert workflows, "no workflow files found"
+    r = subprocess.run([exe, "-no-color", *map(str, workflows)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_ci_script_runs_the_readme_test_command():
+    readme = (REPO / "README.md").read_text()
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "set -euo pipefail" in ci
+    test_line = next(
+        line
+        for line in readme.splitlines()
+        if "pip install" in line and "&& pytest" in line and "--benchmark-only" not in line
+    )
+    assert test_line.strip() in ci
