@@ -4,6 +4,12 @@
 #define PERFSUITE_AVX2_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include <omp.h>
+#include <string.h>
+
+#include "generic.h"
 
 #if defined(__x86_64__)
 #pragma GCC push_options
@@ -29,11 +35,230 @@ static float dot_f32_avx2(const float *x, const float *y, ptrdiff_t n) {
     return s;
 }
 
+/* The article's kernel as written: broadcast A[i,k], aligned load of B[k, j:j+8], FMA,
+ * aligned store. Requires N % 8 == 0 and 32-byte aligned B and C (checked by the wrapper). */
+static void matmul_seed_avx2(const float *A, const float *B, float *C, ptrdiff_t M, ptrdiff_t N,
+                             ptrdiff_t K) {
+    for (ptrdiff_t i = 0; i < M; ++i)
+        for (ptrdiff_t j = 0; j < N; j += 8) {
+            __m256 acc = _mm256_setzero_ps();
+            for (ptrdiff_t k = 0; k < K; ++k)
+                acc = _mm256_fmadd_ps(_mm256_broadcast_ss(A + i * K + k),
+                                      _mm256_load_ps(B + k * N + j), acc);
+            _mm256_store_ps(C + i * N + j, acc);
+        }
+}
+
+/* 6x16 register tile: 12 ymm accumulators, 2 B vectors and 1 broadcast per k (BLIS haswell
+ * sgemm shape, also what BLIS uses on Zen 3). */
+static void ukernel_f32_avx2(ptrdiff_t kc, const float *Ap, const float *Bp, float *C,
+                             ptrdiff_t ldc, int accumulate) {
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    /* C rows are a page apart in big problems: start fetching them while the FMAs run. */
+    for (int r = 0; r < PS_MR; ++r) {
+        _mm_prefetch((const char *)(C + r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(C + r * ldc + PS_NR - 1), _MM_HINT_T0);
+    }
+    for (ptrdiff_t k = 0; k < kc; ++k, Ap += PS_MR, Bp += PS_NR) {
+        const __m256 b0 = _mm256_load_ps(Bp), b1 = _mm256_load_ps(Bp + 8);
+        __m256 a = _mm256_broadcast_ss(Ap + 0);
+        c00 = _mm256_fmadd_ps(a, b0, c00);
+        c01 = _mm256_fmadd_ps(a, b1, c01);
+        a = _mm256_broadcast_ss(Ap + 1);
+        c10 = _mm256_fmadd_ps(a, b0, c10);
+        c11 = _mm256_fmadd_ps(a, b1, c11);
+        a = _mm256_broadcast_ss(Ap + 2);
+        c20 = _mm256_fmadd_ps(a, b0, c20);
+        c21 = _mm256_fmadd_ps(a, b1, c21);
+        a = _mm256_broadcast_ss(Ap + 3);
+        c30 = _mm256_fmadd_ps(a, b0, c30);
+        c31 = _mm256_fmadd_ps(a, b1, c31);
+        a = _mm256_broadcast_ss(Ap + 4);
+        c40 = _mm256_fmadd_ps(a, b0, c40);
+        c41 = _mm256_fmadd_ps(a, b1, c41);
+        a = _mm256_broadcast_ss(Ap + 5);
+        c50 = _mm256_fmadd_ps(a, b0, c50);
+        c51 = _mm256_fmadd_ps(a, b1, c51);
+    }
+    __m256 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+    for (int r = 0; r < PS_MR; ++r)
+        for (int h = 0; h < 2; ++h) {
+            float *p = C + r * ldc + 8 * h;
+            __m256 v = acc[2 * r + h];
+            if (accumulate) v = _mm256_add_ps(v, _mm256_loadu_ps(p));
+            _mm256_storeu_ps(p, v);
+        }
+}
+
+/* u8 x s8 -> s32 over packed groups of 4 k: vpmaddubsw (u8*s8 pairs -> s16, SATURATING),
+ * vpmaddwd with ones (pairs of s16 -> s32), vpaddd. The MLAS path on AVX2 without VNNI. */
+#define PS_U8S8_TILE_BODY(STEP)                                                                \
+    __m256i acc[12];                                                                           \
+    for (int t = 0; t < 12; ++t) acc[t] = _mm256_setzero_si256();                             \
+    const __m256i ones = _mm256_set1_epi16(1);                                                 \
+    for (int r = 0; r < PS_MR; ++r) {                                                          \
+        _mm_prefetch((const char *)(C + r * ldc), _MM_HINT_T0);                                \
+        _mm_prefetch((const char *)(C + r * ldc + PS_NR - 1), _MM_HINT_T0);                    \
+    }                                                                                          \
+    for (ptrdiff_t k = 0; k < kc; k += 4, Ap += 4 * PS_MR, Bp += 4 * PS_NR) {                  \
+        const __m256i b0 = _mm256_load_si256((const __m256i *)Bp);                             \
+        const __m256i b1 = _mm256_load_si256((const __m256i *)(Bp + 32));                      \
+        for (int r = 0; r < PS_MR; ++r) {                                                      \
+            int32_t a4;                                                                        \
+            memcpy(&a4, Ap + 4 * r, 4);                                                        \
+            const __m256i a = _mm256_set1_epi32(a4);                                           \
+            STEP(acc[2 * r], a, b0);                                                           \
+            STEP(acc[2 * r + 1], a, b1);                                                       \
+        }                                                                                      \
+    }                                                                                          \
+    for (int r = 0; r < PS_MR; ++r)                                                            \
+        for (int h = 0; h < 2; ++h) {                                                          \
+            __m256i *p = (__m256i *)(C + r * ldc + 8 * h);                                     \
+            __m256i v = acc[2 * r + h];                                                        \
+            if (accumulate) v = _mm256_add_epi32(v, _mm256_loadu_si256(p));                    \
+            _mm256_storeu_si256(p, v);                                                         \
+        }
+
+#define PS_U8S8_FAST_STEP(acc, a, b) \
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones))
+
+/* Exact: split each u8 into its low 7 bits and its top bit. |pair sums| of either part are at
+ * most 2*127*128 = 32512 and 2*128*128 = 32768 (only -32768 reachable), so no saturation. */
+#define PS_U8S8_EXACT_STEP(acc, a, b)                                                          \
+    do {                                                                                       \
+        const __m256i lo = _mm256_and_si256(a, _mm256_set1_epi8(0x7F));                       \
+        const __m256i hi = _mm256_and_si256(a, _mm256_set1_epi8((char)0x80));                 \
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, b), ones));     \
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, b), ones));     \
+    } while (0)
+
+static void ukernel_u8s8_avx2(ptrdiff_t kc, const uint8_t *Ap, const int8_t *Bp, int32_t *C,
+                              ptrdiff_t ldc, int accumulate) {
+    PS_U8S8_TILE_BODY(PS_U8S8_FAST_STEP)
+}
+
+static void ukernel_u8s8_exact_avx2(ptrdiff_t kc, const uint8_t *Ap, const int8_t *Bp,
+                                    int32_t *C, ptrdiff_t ldc, int accumulate) {
+    PS_U8S8_TILE_BODY(PS_U8S8_EXACT_STEP)
+}
+
+/* QuantizeLinear with division (not a reciprocal multiply) and round-half-even, like ORT. */
+#define PS_DEFINE_QUANTIZE_AVX2(name, T, LO, HI)                                                \
+    static void name(const float *x, ptrdiff_t outer, ptrdiff_t channels, ptrdiff_t inner,      \
+                     const float *scale, const int32_t *zp, T *q) {                              \
+        for (ptrdiff_t o = 0; o < outer; ++o)                                                    \
+            for (ptrdiff_t ch = 0; ch < channels; ++ch) {                                        \
+                const ptrdiff_t base = (o * channels + ch) * inner;                              \
+                const __m256 s = _mm256_set1_ps(scale[ch]), z = _mm256_set1_ps((float)zp[ch]);   \
+                const __m256 lo = _mm256_set1_ps(LO), hi = _mm256_set1_ps(HI);                   \
+                ptrdiff_t i = 0;                                                                 \
+                for (; i + 8 <= inner; i += 8) {                                                 \
+                    __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + base + i), s);                  \
+                    v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);       \
+                    v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, z), lo), hi);               \
+                    int32_t tmp[8];                                                              \
+                    _mm256_storeu_si256((__m256i *)tmp, _mm256_cvtps_epi32(v));                  \
+                    for (int l = 0; l < 8; ++l) q[base + i + l] = (T)tmp[l];                     \
+                }                                                                                \
+                for (; i < inner; ++i) {                                                         \
+                    float v = nearbyintf(x[base + i] / scale[ch]) + (float)zp[ch];               \
+                    q[base + i] = (T)(v < LO ? LO : (v > HI ? HI : v));                          \
+                }                                                                                \
+            }                                                                                    \
+    }
+PS_DEFINE_QUANTIZE_AVX2(quantize_u8_avx2, uint8_t, 0.0f, 255.0f)
+PS_DEFINE_QUANTIZE_AVX2(quantize_s8_avx2, int8_t, -128.0f, 127.0f)
+
+#define PS_DEFINE_DEQUANTIZE_AVX2(name, T, WIDEN)                                               \
+    static void name(const T *q, ptrdiff_t outer, ptrdiff_t channels, ptrdiff_t inner,          \
+                     const float *scale, const int32_t *zp, float *x) {                          \
+        for (ptrdiff_t o = 0; o < outer; ++o)                                                    \
+            for (ptrdiff_t ch = 0; ch < channels; ++ch) {                                        \
+                const ptrdiff_t base = (o * channels + ch) * inner;                              \
+                const __m256 s = _mm256_set1_ps(scale[ch]);                                      \
+                const __m256i z = _mm256_set1_epi32(zp[ch]);                                     \
+                ptrdiff_t i = 0;                                                                 \
+                for (; i + 8 <= inner; i += 8) {                                                 \
+                    __m128i raw = _mm_loadl_epi64((const __m128i *)(q + base + i));              \
+                    __m256i v = _mm256_sub_epi32(WIDEN(raw), z);                                 \
+                    _mm256_storeu_ps(x + base + i, _mm256_mul_ps(_mm256_cvtepi32_ps(v), s));     \
+                }                                                                                \
+                for (; i < inner; ++i)                                                           \
+                    x[base + i] = (float)((int32_t)q[base + i] - zp[ch]) * scale[ch];            \
+            }                                                                                    \
+    }
+PS_DEFINE_DEQUANTIZE_AVX2(dequantize_u8_avx2, uint8_t, _mm256_cvtepu8_epi32)
+PS_DEFINE_DEQUANTIZE_AVX2(dequantize_s8_avx2, int8_t, _mm256_cvtepi8_epi32)
+
+/* STREAM triad/copy with non-temporal stores: the destination is written without being read
+ * first (no write-allocate), which is what STREAM-style peak bandwidth figures assume. */
+static void triad_f32_avx2(float *a, const float *b, const float *c, float s, ptrdiff_t n,
+                           int threads) {
+    const __m256 vs = _mm256_set1_ps(s);
+#pragma omp parallel num_threads(threads)
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        ptrdiff_t chunk = (n / nt + 7) / 8 * 8, lo = t * chunk, hi = lo + chunk;
+        if (hi > n || t == nt - 1) hi = n;
+        ptrdiff_t i = lo;
+        for (; i < hi && ((uintptr_t)(a + i) & 31); ++i) a[i] = b[i] + s * c[i];
+        for (; i + 8 <= hi; i += 8)
+            _mm256_stream_ps(a + i, _mm256_fmadd_ps(vs, _mm256_loadu_ps(c + i),
+                                                    _mm256_loadu_ps(b + i)));
+        for (; i < hi; ++i) a[i] = b[i] + s * c[i];
+    }
+    _mm_sfence();
+}
+
+static void copy_f32_avx2(float *a, const float *b, ptrdiff_t n, int threads) {
+#pragma omp parallel num_threads(threads)
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        ptrdiff_t chunk = (n / nt + 7) / 8 * 8, lo = t * chunk, hi = lo + chunk;
+        if (hi > n || t == nt - 1) hi = n;
+        ptrdiff_t i = lo;
+        for (; i < hi && ((uintptr_t)(a + i) & 31); ++i) a[i] = b[i];
+        for (; i + 8 <= hi; i += 8) _mm256_stream_ps(a + i, _mm256_loadu_ps(b + i));
+        for (; i < hi; ++i) a[i] = b[i];
+    }
+    _mm_sfence();
+}
+
+/* FMA throughput: 10 independent accumulator chains hide the 4-cycle FMA latency on 2 pipes
+ * (Zen 3: 2 FMA/cycle x 8 lanes x 2 flops = 32 flop/cycle/core). */
+static double fma_peak_avx2(int64_t iters, int threads) {
+    double flops = 0.0;
+#pragma omp parallel num_threads(threads) reduction(+ : flops)
+    {
+        __m256 x[10];
+        const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
+        for (int l = 0; l < 10; ++l) x[l] = _mm256_set1_ps(1.0f + l);
+        for (int64_t i = 0; i < iters; ++i) {
+            x[0] = _mm256_fmadd_ps(x[0], m, a);
+            x[1] = _mm256_fmadd_ps(x[1], m, a);
+            x[2] = _mm256_fmadd_ps(x[2], m, a);
+            x[3] = _mm256_fmadd_ps(x[3], m, a);
+            x[4] = _mm256_fmadd_ps(x[4], m, a);
+            x[5] = _mm256_fmadd_ps(x[5], m, a);
+            x[6] = _mm256_fmadd_ps(x[6], m, a);
+            x[7] = _mm256_fmadd_ps(x[7], m, a);
+            x[8] = _mm256_fmadd_ps(x[8], m, a);
+            x[9] = _mm256_fmadd_ps(x[9], m, a);
+        }
+        __m256 s = x[0];
+        for (int l = 1; l < 10; ++l) s = _mm256_add_ps(s, x[l]);
+        volatile float sink = ps_hsum256_ps(s);
+        (void)sink;
+        flops += 2.0 * 8 * 10 * (double)iters;
+    }
+    return flops;
+}
+
 #pragma GCC pop_options
 #define PS_HAVE_AVX2_BUILD 1
 #else
-#define PS_HAVE_AVX2_BUILD 0
-static float dot_f32_avx2(const float *x, const float *y, ptrdiff_t n) { return 0.0f; }
+#error "perfsuite kernels target x86-64"
 #endif
 
 #endif

@@ -2,12 +2,23 @@
 
 The variant is chosen once per process: the best one the CPU can run (cpuid + xgetbv), or
 the one named by ``PERFSUITE_FORCE_ISA``. Each kernel also takes ``isa=`` so tests can run
-every variant the CPU supports.
+every variant the CPU supports. Bad input raises ``TypeError``/``ValueError`` naming the
+problem; nothing reaches the C code that could crash it.
+
+INT8 GEMM and saturation: on AVX2 without VNNI, ``vpmaddubsw`` multiplies u8 x s8 pairs and
+adds adjacent pairs into int16 *with saturation*; 2 * 255 * 128 = 65280 does not fit. So
+``gemm_u8s8_s32(..., exact=False)`` (the fast path MLAS takes) equals the int32 matmul only
+when no pair sum leaves [-32768, 32767], e.g. when weights fit in 7 bits (|b| <= 64, what
+onnxruntime's ``reduce_range`` gives) or activations in 7 bits (a <= 127). Otherwise each
+saturated pair sum is clamped, in both variants alike. ``exact=True`` splits the activations
+into their low 7 bits and top bit, which can never saturate, at twice the multiply cost.
 """
 
 from __future__ import annotations
 
 import os
+import time
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -17,6 +28,7 @@ from perfsuite import _kernels
 FORCE_ENV = "PERFSUITE_FORCE_ISA"
 KNOWN_ISAS = ("generic", "avx2")
 _CODES = {"generic": _kernels.ISA_GENERIC, "avx2": _kernels.ISA_AVX2}
+MR, NR = _kernels.MICRO_TILE
 
 
 def cpu_features() -> dict[str, bool]:
@@ -57,23 +69,335 @@ def _isa_code(requested: str | None) -> int:
     return _CODES[name]
 
 
-def _as_vector_f32(name: str, x) -> np.ndarray:
-    arr = np.asarray(x)
-    if arr.dtype != np.float32:
-        raise TypeError(f"{name} must be float32, got {arr.dtype}")
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    if not arr.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous")
-    return arr
+# -- validation -----------------------------------------------------------------------------
+
+
+def _array(name: str, x, dtype, ndim: int) -> np.ndarray:
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array, got {type(x).__name__}")
+    if x.dtype != dtype:
+        raise TypeError(f"{name} must be {np.dtype(dtype)}, got {x.dtype}")
+    if x.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {x.shape}")
+    if not x.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous (use np.ascontiguousarray)")
+    if x.size == 0:
+        raise ValueError(f"{name} is empty (shape {x.shape}); every dimension must be >= 1")
+    return x
+
+
+def _threads(threads) -> int:
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
+        raise TypeError(f"threads must be an int, got {type(threads).__name__}")
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    return int(threads)
+
+
+def _out(out, shape, dtype, inputs) -> np.ndarray:
+    if out is None:
+        return np.empty(shape, dtype)
+    _array("out", out, dtype, len(shape))
+    if out.shape != shape:
+        raise ValueError(f"out has shape {out.shape}, expected {shape}")
+    if not out.flags.writeable:
+        raise ValueError("out is read-only")
+    for name, x in inputs:
+        if np.shares_memory(out, x):
+            raise ValueError(f"out overlaps input {name}; pass a separate buffer")
+    return out
+
+
+def _matmul_shapes(a: np.ndarray, b: np.ndarray) -> tuple[int, int, int]:
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"shapes {a.shape} and {b.shape} do not align (A cols != B rows)")
+    return a.shape[0], b.shape[1], a.shape[1]
+
+
+# -- cache blocking -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """Block sizes, each named after the cache level it targets."""
+
+    kc_l1: int  # k depth: an NR-wide B micro-panel of kc values fills half of L1d
+    mc_l2: int  # A block mc x kc fills a quarter of L2 (C tiles and B panels pass through)
+    nc_l3: int  # B block kc x nc stays well inside L3
+
+
+@cache
+def blocking(elem_bytes: int = 4) -> Blocking:
+    """Block sizes derived from this host's cache sizes (sysfs), Zen 3 sizes as fallback."""
+    from perfsuite.topology import read_topology
+
+    caches = read_topology("/").caches
+    l1 = caches["L1d"].size_bytes if "L1d" in caches else 32 << 10
+    l2 = caches["L2"].size_bytes if "L2" in caches else 512 << 10
+    l3 = caches["L3"].size_bytes if "L3" in caches else 32 << 20
+    kc = max(64, (l1 // 2) // (NR * elem_bytes) // 4 * 4)
+    mc = max(MR, (l2 // 4) // (kc * elem_bytes) // MR * MR)
+    nc = max(NR, min(4096, (l3 // 4) // (kc * elem_bytes)) // NR * NR)
+    return Blocking(kc_l1=kc, mc_l2=mc, nc_l3=nc)
+
+
+# -- kernels --------------------------------------------------------------------------------
 
 
 def dot_f32(x, y, *, isa: str | None = None) -> float:
     """dot := sum_i x[i] * y[i]"""
-    x = _as_vector_f32("x", x)
-    y = _as_vector_f32("y", y)
+    x = _array("x", x, np.float32, 1)
+    y = _array("y", y, np.float32, 1)
     if x.shape != y.shape:
         raise ValueError(f"x and y differ in length: {x.shape[0]} vs {y.shape[0]}")
-    if x.size == 0:
-        return 0.0
     return float(_kernels.dot_f32(x, y, _isa_code(isa)))
+
+
+SEED_ALIGN = 32
+
+
+def matmul_seed(a, b, out=None, *, isa: str | None = None) -> np.ndarray:
+    """C := A @ B with the article's kernel (needs N % 8 == 0, B and C 32-byte aligned)."""
+    a = _array("A", a, np.float32, 2)
+    b = _array("B", b, np.float32, 2)
+    m, n, _ = _matmul_shapes(a, b)
+    if n % 8:
+        raise ValueError(f"matmul_seed needs N % 8 == 0 (8 floats per AVX2 vector), got N={n}")
+    if out is None:
+        out = aligned_empty((m, n), np.float32, align=SEED_ALIGN)
+    out = _out(out, (m, n), np.float32, [("A", a), ("B", b)])
+    for name, arr in (("B", b), ("out", out)):
+        if arr.ctypes.data % SEED_ALIGN:
+            raise ValueError(
+                f"matmul_seed needs {name} {SEED_ALIGN}-byte aligned (aligned loads/stores); "
+                f"its address is {arr.ctypes.data % SEED_ALIGN} bytes past a boundary: "
+                "allocate it with perfsuite.kernels.aligned_empty"
+            )
+    _kernels.matmul_seed(a, b, out, _isa_code(isa))
+    return out
+
+
+def gemm_f32(
+    a, b, out=None, threads: int = 1, *, isa: str | None = None, block: Blocking | None = None
+) -> np.ndarray:
+    """C := A @ B (float32, any M, N, K >= 1, any alignment), blocked and packed."""
+    a = _array("A", a, np.float32, 2)
+    b = _array("B", b, np.float32, 2)
+    threads = _threads(threads)
+    m, n, _ = _matmul_shapes(a, b)
+    out = _out(out, (m, n), np.float32, [("A", a), ("B", b)])
+    blk = block or blocking(4)
+    _kernels.gemm_f32_into(a, b, out, _isa_code(isa), blk.mc_l2, blk.kc_l1, blk.nc_l3, threads)
+    return out
+
+
+def gemm_u8s8_s32(
+    a,
+    b,
+    out=None,
+    threads: int = 1,
+    *,
+    exact: bool = False,
+    isa: str | None = None,
+    block: Blocking | None = None,
+) -> np.ndarray:
+    """C := A @ B with A uint8, B int8, C int32 (see the module docstring on saturation)."""
+    a = _array("A", a, np.uint8, 2)
+    b = _array("B", b, np.int8, 2)
+    threads = _threads(threads)
+    m, n, _ = _matmul_shapes(a, b)
+    out = _out(out, (m, n), np.int32, [("A", a), ("B", b)])
+    blk = block or blocking(1)
+    _kernels.gemm_u8s8_s32_into(
+        a, b, out, _isa_code(isa), bool(exact), blk.mc_l2, blk.kc_l1, blk.nc_l3, threads
+    )
+    return out
+
+
+def saturation_free(a_max: int, b_absmax: int) -> bool:
+    """True when u8 activations <= a_max and |s8 weights| <= b_absmax cannot saturate
+    vpmaddubsw's int16 pair sums (a0*b0 + a1*b1)."""
+    return 2 * a_max * b_absmax <= 32767
+
+
+# -- quantization ---------------------------------------------------------------------------
+
+_QRANGE = {np.dtype(np.uint8): (0, 255), np.dtype(np.int8): (-128, 127)}
+
+
+def _quant_params(x_shape, scale, zero_point, axis, qdtype):
+    qdtype = np.dtype(qdtype)
+    if qdtype not in _QRANGE:
+        raise TypeError(f"quantized dtype must be uint8 or int8, got {qdtype}")
+    scale = np.asarray(scale, dtype=np.float32)
+    zp = np.asarray(0 if zero_point is None else zero_point)
+    if zp.dtype.kind not in "iu":
+        raise TypeError(f"zero_point must be integer, got {zp.dtype}")
+    if scale.ndim > 1 or zp.ndim > 1:
+        raise ValueError("scale and zero_point must be scalars or 1-D (per channel)")
+    lo, hi = _QRANGE[qdtype]
+    if np.any(zp < lo) or np.any(zp > hi):
+        raise ValueError(f"zero_point outside the {qdtype} range [{lo}, {hi}]")
+    if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+        raise ValueError("scale must be finite and > 0")
+    ndim = len(x_shape)
+    if scale.ndim == 0 and zp.ndim == 0:
+        outer, channels, inner = 1, 1, int(np.prod(x_shape))
+    else:
+        ax = axis + ndim if axis < 0 else axis
+        if not 0 <= ax < ndim:
+            raise ValueError(f"axis {axis} out of range for {ndim}-D input")
+        channels = x_shape[ax]
+        scale = np.broadcast_to(scale, (channels,)) if scale.ndim == 0 else scale
+        zp = np.broadcast_to(zp, (channels,)) if zp.ndim == 0 else zp
+        if scale.shape[0] != channels or zp.shape[0] != channels:
+            raise ValueError(
+                f"per-channel scale/zero_point need {channels} entries (axis {axis}), got "
+                f"{scale.shape[0]} and {zp.shape[0]}"
+            )
+        outer = int(np.prod(x_shape[:ax]))
+        inner = int(np.prod(x_shape[ax + 1 :]))
+    scale = np.ascontiguousarray(scale.reshape(-1), dtype=np.float32)
+    zp = np.ascontiguousarray(np.asarray(zp).reshape(-1), dtype=np.int32)
+    return outer, channels, inner, scale, zp, qdtype
+
+
+def quantize_linear(
+    x, scale, zero_point=None, *, axis: int = 1, dtype=np.uint8, isa: str | None = None
+) -> np.ndarray:
+    """ONNX QuantizeLinear: q := saturate(round_half_even(x / scale) + zero_point).
+    Scalar scale/zero_point: per tensor; 1-D: per channel along ``axis``. The output dtype is
+    ``dtype`` (uint8/int8), or the zero point's dtype when it is a uint8/int8 array."""
+    if isinstance(zero_point, (np.ndarray, np.generic)) and zero_point.dtype in _QRANGE:
+        dtype = zero_point.dtype
+    if not isinstance(x, np.ndarray) or x.dtype != np.float32:
+        raise TypeError("x must be a float32 numpy array")
+    if x.size == 0:
+        raise ValueError("x is empty")
+    outer, channels, inner, s, z, qdtype = _quant_params(x.shape, scale, zero_point, axis, dtype)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    q = np.empty(flat.shape, qdtype)
+    _kernels.quantize_into(flat, outer, channels, inner, s, z, q, _isa_code(isa))
+    return q.reshape(x.shape)
+
+
+def dequantize_linear(
+    q, scale, zero_point=None, *, axis: int = 1, isa: str | None = None
+) -> np.ndarray:
+    """ONNX DequantizeLinear: x := (q - zero_point) * scale, per tensor or per channel."""
+    if not isinstance(q, np.ndarray) or q.dtype not in _QRANGE:
+        raise TypeError("q must be a uint8 or int8 numpy array")
+    if q.size == 0:
+        raise ValueError("q is empty")
+    outer, channels, inner, s, z, _ = _quant_params(q.shape, scale, zero_point, axis, q.dtype)
+    flat = np.ascontiguousarray(q).reshape(-1)
+    x = np.empty(flat.shape, np.float32)
+    _kernels.dequantize_into(flat, outer, channels, inner, s, z, x, _isa_code(isa))
+    return x.reshape(q.shape)
+
+
+# -- aligned buffers ------------------------------------------------------------------------
+
+
+def aligned_empty(shape, dtype=np.float32, align: int = 64) -> np.ndarray:
+    """Uninitialised C-contiguous array whose data pointer is a multiple of ``align`` bytes.
+    The over-allocated base buffer stays alive as long as the returned array (its .base)."""
+    if isinstance(align, bool) or not isinstance(align, int) or align < 8 or align & (align - 1):
+        raise ValueError(f"align must be a power of two >= 8, got {align!r}")
+    dtype = np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"negative dimension in shape {shape}")
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + align, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % align
+    return raw[offset : offset + nbytes].view(dtype).reshape(shape)
+
+
+def aligned_zeros(shape, dtype=np.float32, align: int = 64) -> np.ndarray:
+    out = aligned_empty(shape, dtype, align)
+    out[...] = 0
+    return out
+
+
+# -- bandwidth and probes -------------------------------------------------------------------
+
+
+def _stream_arrays(names_arrays):
+    arrays = [_array(n, x, np.float32, 1) for n, x in names_arrays]
+    if len({x.shape for x in arrays}) != 1:
+        raise ValueError(f"arrays differ in length: {[x.shape[0] for x in arrays]}")
+    return arrays
+
+
+def stream_triad(a, b, c, scalar: float, threads: int = 1, *, isa: str | None = None) -> dict:
+    """a := b + scalar * c once; returns seconds and GB/s (3 arrays moved; the AVX2 variant
+    uses non-temporal stores, so `a` is not read for ownership)."""
+    a, b, c = _stream_arrays([("a", a), ("b", b), ("c", c)])
+    threads = _threads(threads)
+    if not a.flags.writeable:
+        raise ValueError("a is read-only")
+    if np.shares_memory(a, b) or np.shares_memory(a, c):
+        raise ValueError("a overlaps b or c")
+    code = _isa_code(isa)
+    t0 = time.perf_counter()
+    _kernels.triad(a, b, c, float(scalar), threads, code)
+    dt = time.perf_counter() - t0
+    return {"seconds": dt, "bandwidth_gbs": 3 * a.nbytes / dt / 1e9, "bytes": 3 * a.nbytes}
+
+
+def stream_copy(a, b, threads: int = 1, *, isa: str | None = None) -> dict:
+    """a := b once; returns seconds and GB/s (2 arrays moved)."""
+    a, b = _stream_arrays([("a", a), ("b", b)])
+    threads = _threads(threads)
+    if not a.flags.writeable:
+        raise ValueError("a is read-only")
+    if np.shares_memory(a, b):
+        raise ValueError("a overlaps b")
+    code = _isa_code(isa)
+    t0 = time.perf_counter()
+    _kernels.copy(a, b, threads, code)
+    dt = time.perf_counter() - t0
+    return {"seconds": dt, "bandwidth_gbs": 2 * a.nbytes / dt / 1e9, "bytes": 2 * a.nbytes}
+
+
+def compute_peak(threads: int = 1, seconds: float = 0.2, *, isa: str | None = None) -> dict:
+    """Measured FMA (or scalar multiply-add) throughput in GFLOP/s: the peak to report kernel
+    efficiency against (nominal clocks lie: this VM says 2.445 GHz, its cores run faster)."""
+    threads = _threads(threads)
+    code = _isa_code(isa)
+    iters = 1 << 16
+    while True:
+        t0 = time.perf_counter()
+        flops = _kernels.compute_peak_flops(iters, threads, code)
+        dt = time.perf_counter() - t0
+        if dt >= seconds or iters >= 1 << 34:
+            return {
+                "gflops": flops / dt / 1e9,
+                "seconds": dt,
+                "threads": threads,
+                "isa": KNOWN_ISAS[code],
+            }
+        iters *= 2 if dt <= 0 else max(2, min(16, int(seconds / dt) + 1))
+
+
+def false_sharing_probe(threads: int = 2, iters: int = 20_000_000) -> dict:
+    """Per-thread counters in one cache line vs padded to 64 bytes: seconds for each and the
+    slowdown ratio packed/padded (the article's alignment advice, measured)."""
+    threads = _threads(threads)
+    if iters < 1:
+        raise ValueError("iters must be >= 1")
+    packed = _kernels.false_sharing(threads, 1, iters)
+    padded = _kernels.false_sharing(threads, 8, iters)
+    return {
+        "threads": threads,
+        "iters": iters,
+        "packed_s": packed,
+        "padded_s": padded,
+        "ratio": packed / padded,
+    }
+
+
+def threads_granted(threads: int) -> int:
+    """Threads an OpenMP region asking for ``threads`` really gets (dynamic teams are off)."""
+    return int(_kernels.threads_granted(_threads(threads)))

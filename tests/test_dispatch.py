@@ -44,17 +44,18 @@ def test_dot_every_variant(isa, n):
 def test_forced_generic_in_subprocess():
     r = run_python(
         "import numpy as np; from perfsuite import kernels as k; x = np.ones(17, np.float32);"
-        "print(k.isa(), k.dot_f32(x, x))",
+        "a = np.arange(35, dtype=np.float32).reshape(5, 7);"
+        "ok = np.allclose(k.gemm_f32(a, a.T.copy()), a @ a.T);"
+        "print(k.isa(), k.dot_f32(x, x), ok)",
         PERFSUITE_FORCE_ISA="generic",
     )
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["generic", "17.0"]
+    assert r.stdout.split() == ["generic", "17.0", "True"]
 
 
 def test_forced_isa_is_recorded_in_fingerprint():
     r = run_python(
-        "from perfsuite.fingerprint import collect_kernels;"
-        "print(collect_kernels()['kernels.isa'])",
+        "from perfsuite.fingerprint import collect_kernels;print(collect_kernels()['kernels.isa'])",
         PERFSUITE_FORCE_ISA="generic",
     )
     assert r.stdout.strip() == "generic", r.stderr
