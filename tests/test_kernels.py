@@ -207,7 +207,7 @@ def test_per_channel_quantize(isa):
 
 
 def _ort_quantize(x, scale, zp, axis=None):
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     from onnx import TensorProto, helper, numpy_helper
 
@@ -350,7 +350,9 @@ BAD_INPUT_SCRIPT = textwrap.dedent(
                                                  np.ones((2, 2), np.int8)),
         "quant zp range": lambda: k.quantize_linear(f, 0.1, np.int32(300), dtype=np.uint8),
         "quant scale 0": lambda: k.quantize_linear(f, 0.0, 0),
-        "quant channels": lambda: k.quantize_linear(f, np.ones(3, np.float32), np.zeros(3, np.int8)),
+        "quant channels": lambda: k.quantize_linear(
+            f, np.ones(3, np.float32), np.zeros(3, np.int8)
+        ),
         "quant axis": lambda: k.quantize_linear(f, np.ones(4, np.float32),
                                                 np.zeros(4, np.int8), axis=5),
         "dequant float": lambda: k.dequantize_linear(f, 0.1, 0),
