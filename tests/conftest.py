@@ -41,3 +41,15 @@ def host_tree(tmp_path_factory):
         return cache[name]
 
     return make
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under --benchmark-only, deselect (rather than skip one by one) the non-benchmarks, so
+    the run's summary lists only what ran."""
+    if not config.getoption("benchmark_only", False):
+        return
+    keep = [i for i in items if "benchmark" in getattr(i, "fixturenames", ())]
+    dropped = [i for i in items if "benchmark" not in getattr(i, "fixturenames", ())]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep

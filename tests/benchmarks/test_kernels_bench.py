@@ -1,20 +1,186 @@
-"""Kernel benchmarks: our kernels against numpy in the same process."""
+"""Kernel benchmarks: our kernels against numpy/OpenBLAS and against the measured machine peak,
+all in one process so the ratios printed at the end of the run come from one run.
+
+numpy's BLAS threads are limited with threadpoolctl to the same count as ours. OpenBLAS worker
+threads spin for a while after a multi-threaded call and steal cores from the next OpenMP
+region, so each round starts after a short idle pause (not timed).
+"""
+
+from __future__ import annotations
+
+import os
+import time
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from perfsuite import kernels
 
-
-@pytest.mark.parametrize("isa", kernels.runnable_isas())
-def test_dot_f32(benchmark, isa):
-    x = np.random.default_rng(0).standard_normal(1 << 20, dtype=np.float32)
-    benchmark.extra_info.update({"isa": isa, "n": x.size, "bytes": 2 * x.nbytes})
-    result = benchmark(kernels.dot_f32, x, x, isa=isa)
-    assert result == pytest.approx(float(x.astype(np.float64) @ x), rel=1e-4)
+SIZES = [256, 512, 1024, 2048]
+ALL_CORES = len(os.sched_getaffinity(0))
+THREADS = sorted({1, ALL_CORES})
 
 
-def test_dot_f32_numpy(benchmark):
-    x = np.random.default_rng(0).standard_normal(1 << 20, dtype=np.float32)
-    benchmark.extra_info.update({"impl": "numpy", "n": x.size})
-    benchmark(np.dot, x, x)
+def _settle():
+    time.sleep(0.02)
+
+
+def _rounds(flops: float, rate_guess: float, budget_s: float = 2.0) -> int:
+    """Enough rounds for a median, few enough to keep the sweep in its time budget."""
+    return int(max(3, min(15, budget_s / max(flops / rate_guess, 1e-6))))
+
+
+@pytest.fixture(scope="module")
+def peaks(kernel_results):
+    """Measured FMA peak (GFLOP/s) for 1 thread and all cores, best of 3."""
+    out = {}
+    for t in THREADS:
+        out[t] = max(kernels.compute_peak(threads=t, seconds=0.2)["gflops"] for _ in range(3))
+        kernel_results[("peak", t, 0)] = out[t]
+    return out
+
+
+def _record(benchmark, kernel_results, key, work, unit, peak=None, **info):
+    rate = work / benchmark.stats.stats.median / 1e9
+    kernel_results[key] = rate
+    benchmark.extra_info.update({unit: rate, **info})
+    if peak:
+        benchmark.extra_info["fraction_of_peak"] = rate / peak
+    return rate
+
+
+def _mats(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal(
+        (n, n), dtype=np.float32
+    )
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("threads", THREADS)
+def test_gemm_numpy(benchmark, kernel_results, peaks, n, threads):
+    a, b = _mats(n)
+    with threadpool_limits(threads):
+        benchmark.pedantic(
+            np.matmul, (a, b), setup=_settle, rounds=_rounds(2 * n**3, 60e9 * threads)
+        )
+    _record(
+        benchmark,
+        kernel_results,
+        ("numpy", threads, n),
+        2 * n**3,
+        "gflops",
+        peaks[threads],
+        impl="numpy",
+        threads=threads,
+        n=n,
+    )
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("threads", THREADS)
+def test_gemm_f32(benchmark, kernel_results, peaks, n, threads):
+    a, b = _mats(n)
+    out = np.empty((n, n), np.float32)
+    with threadpool_limits(1):
+        benchmark.pedantic(
+            kernels.gemm_f32,
+            (a, b, out, threads),
+            setup=_settle,
+            rounds=_rounds(2 * n**3, 50e9 * threads),
+        )
+    assert np.allclose(out[:4, :4], a[:4] @ b[:, :4], rtol=1e-3, atol=1e-3)
+    _record(
+        benchmark,
+        kernel_results,
+        ("gemm_f32", threads, n),
+        2 * n**3,
+        "gflops",
+        peaks[threads],
+        impl="gemm_f32",
+        isa=kernels.isa(),
+        threads=threads,
+        n=n,
+        blocking=vars(kernels.blocking(4)),
+    )
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_matmul_seed(benchmark, kernel_results, peaks, n):
+    a, b0 = _mats(n)
+    b = kernels.aligned_empty((n, n), np.float32, align=64)
+    b[...] = b0
+    out = kernels.aligned_empty((n, n), np.float32, align=64)
+    benchmark.pedantic(
+        kernels.matmul_seed, (a, b, out), setup=_settle, rounds=_rounds(2 * n**3, 3e9, budget_s=4.0)
+    )
+    _record(
+        benchmark,
+        kernel_results,
+        ("matmul_seed", 1, n),
+        2 * n**3,
+        "gflops",
+        peaks[1],
+        impl="matmul_seed",
+        isa=kernels.isa(),
+        threads=1,
+        n=n,
+    )
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("exact", [False, True], ids=["fast", "exact"])
+def test_gemm_u8s8_s32(benchmark, kernel_results, peaks, n, threads, exact):
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 256, (n, n), dtype=np.uint8)
+    b = rng.integers(-64, 64, (n, n), dtype=np.int8)  # 7-bit weights: the fast path is exact
+    out = np.empty((n, n), np.int32)
+    benchmark.pedantic(
+        kernels.gemm_u8s8_s32,
+        (a, b, out, threads),
+        {"exact": exact},
+        setup=_settle,
+        rounds=_rounds(2 * n**3, 80e9 * threads),
+    )
+    name = "gemm_u8s8_exact" if exact else "gemm_u8s8"
+    # GOP/s counts a multiply and an add per MAC, like GFLOP/s, so the rates compare directly.
+    _record(
+        benchmark,
+        kernel_results,
+        (name, threads, n),
+        2 * n**3,
+        "gops",
+        impl=name,
+        isa=kernels.isa(),
+        threads=threads,
+        n=n,
+    )
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_stream_triad(benchmark, kernel_results, threads):
+    n = 1 << 25  # 3 x 128 MiB: far beyond the 32 MiB L3
+    a = kernels.aligned_zeros(n, np.float32)
+    b = kernels.aligned_zeros(n, np.float32) + 1
+    c = kernels.aligned_zeros(n, np.float32) + 2
+    benchmark.pedantic(kernels.stream_triad, (a, b, c, 3.0, threads), rounds=5)
+    _record(
+        benchmark,
+        kernel_results,
+        ("triad", threads, n),
+        3 * a.nbytes,
+        "bandwidth_gbs",
+        impl="stream_triad",
+        threads=threads,
+        bytes_per_round=3 * a.nbytes,
+    )
+
+
+def test_false_sharing(benchmark, kernel_results):
+    if ALL_CORES < 2:
+        pytest.skip("false sharing needs 2 CPUs; this process may use 1")
+    result = benchmark.pedantic(kernels.false_sharing_probe, (2, 20_000_000), rounds=3)
+    kernel_results[("false_sharing", 2, 0)] = result["ratio"]
+    benchmark.extra_info.update(result)
