@@ -3,6 +3,7 @@
 ISA-specific code is compiled inside ``#pragma GCC target`` regions, so no global -m flags:
 the extension imports on any x86-64 CPU and dispatches at run time."""
 
+import os
 import shutil
 import sysconfig
 
@@ -16,11 +17,12 @@ class BuildExtWithClearErrors(build_ext):
     """Fail with a plain message when no C compiler is available."""
 
     def run(self):
-        cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
-        if shutil.which(cc) is None and shutil.which("cc") is None:
+        # distutils compiles with $CC when set, else the compiler Python was built with.
+        cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
+        if shutil.which(cc) is None:
             raise SystemExit(
-                f"perfsuite: no C compiler found (looked for {cc!r} and 'cc'). "
-                "The kernels are compiled C: install one, e.g. 'apt-get install gcc'."
+                f"perfsuite: no C compiler found (looked for {cc!r}). The kernels are "
+                "compiled C: install one (e.g. 'apt-get install gcc') or point CC at it."
             )
         super().run()
 

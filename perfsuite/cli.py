@@ -26,10 +26,12 @@ def _fmt(value) -> str:
 
 
 def _fmt_field(key: str, value) -> str:
+    if key.startswith("software.") and value is None:
+        return "not installed"
     if key.endswith("_bytes") and isinstance(value, int):
         for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
             if value >= scale:
-                return f"{value / scale:g} {unit}"
+                return f"{value / scale:.4g} {unit}"
     return _fmt(value)
 
 

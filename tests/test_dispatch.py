@@ -75,3 +75,25 @@ def test_bad_input_is_rejected():
         kernels.dot_f32(np.ones(3, np.float32), np.ones(4, np.float32))
     with pytest.raises(ValueError, match="unknown isa"):
         kernels.dot_f32(np.ones(3, np.float32), np.ones(3, np.float32), isa="sse9")
+
+
+def test_build_without_compiler_says_so(tmp_path):
+    repo = __import__("pathlib").Path(__file__).resolve().parents[1]
+    r = subprocess.run(
+        [
+            sys.executable,
+            "setup.py",
+            "build_ext",
+            "--build-temp",
+            str(tmp_path / "t"),
+            "--build-lib",
+            str(tmp_path / "l"),
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "CC": "/nonexistent/gcc"},
+    )
+    assert r.returncode != 0
+    assert "no C compiler found" in r.stderr + r.stdout
