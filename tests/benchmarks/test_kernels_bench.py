@@ -63,7 +63,11 @@ def test_gemm_numpy(benchmark, kernel_results, peaks, n, threads):
     a, b = _mats(n)
     with threadpool_limits(threads):
         benchmark.pedantic(
-            np.matmul, (a, b), setup=_settle, rounds=_rounds(2 * n**3, 60e9 * threads)
+            np.matmul,
+            (a, b),
+            setup=_settle,
+            warmup_rounds=1,
+            rounds=_rounds(2 * n**3, 60e9 * threads),
         )
     _record(
         benchmark,
@@ -88,6 +92,7 @@ def test_gemm_f32(benchmark, kernel_results, peaks, n, threads):
             kernels.gemm_f32,
             (a, b, out, threads),
             setup=_settle,
+            warmup_rounds=1,
             rounds=_rounds(2 * n**3, 50e9 * threads),
         )
     assert np.allclose(out[:4, :4], a[:4] @ b[:, :4], rtol=1e-3, atol=1e-3)
@@ -113,7 +118,11 @@ def test_matmul_seed(benchmark, kernel_results, peaks, n):
     b[...] = b0
     out = kernels.aligned_empty((n, n), np.float32, align=64)
     benchmark.pedantic(
-        kernels.matmul_seed, (a, b, out), setup=_settle, rounds=_rounds(2 * n**3, 3e9, budget_s=4.0)
+        kernels.matmul_seed,
+        (a, b, out),
+        setup=_settle,
+        warmup_rounds=1,
+        rounds=_rounds(2 * n**3, 3e9, budget_s=4.0),
     )
     _record(
         benchmark,
@@ -142,6 +151,7 @@ def test_gemm_u8s8_s32(benchmark, kernel_results, peaks, n, threads, exact):
         (a, b, out, threads),
         {"exact": exact},
         setup=_settle,
+        warmup_rounds=1,
         rounds=_rounds(2 * n**3, 80e9 * threads),
     )
     name = "gemm_u8s8_exact" if exact else "gemm_u8s8"
@@ -165,7 +175,7 @@ def test_stream_triad(benchmark, kernel_results, threads):
     a = kernels.aligned_zeros(n, np.float32)
     b = kernels.aligned_zeros(n, np.float32) + 1
     c = kernels.aligned_zeros(n, np.float32) + 2
-    benchmark.pedantic(kernels.stream_triad, (a, b, c, 3.0, threads), rounds=5)
+    benchmark.pedantic(kernels.stream_triad, (a, b, c, 3.0, threads), rounds=5, warmup_rounds=1)
     _record(
         benchmark,
         kernel_results,
