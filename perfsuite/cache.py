@@ -1,0 +1,108 @@
+"""Artefact cache for built models and quantized files.
+
+Location: ``$PERFSUITE_CACHE``, else ``$XDG_CACHE_HOME/perfsuite``, else ``~/.cache/perfsuite``.
+An entry is keyed by a hash of the builder's name, parameters and code version. It is written
+to a temporary file and renamed into place (atomic), then a manifest with its SHA-256 and size
+is written the same way. On load the file must match its manifest; a truncated or corrupted
+file (or one without manifest) is rebuilt, never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+ENV = "PERFSUITE_CACHE"
+
+
+def cache_dir() -> Path:
+    if os.environ.get(ENV):
+        root = Path(os.environ[ENV])
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        root = Path(xdg) / "perfsuite"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def cache_key(name: str, params: dict, version: str) -> str:
+    blob = json.dumps({"name": name, "params": params, "version": version}, sort_keys=True,
+                      default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same directory and rename: readers never see a
+    partial file, and a crash leaves the old content (or nothing) in place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode())
+
+
+def _manifest(path: Path) -> Path:
+    return path.with_name(path.name + ".manifest.json")
+
+
+def is_valid(path: Path, companions: tuple[Path, ...] = ()) -> bool:
+    """True when ``path`` (and companion files such as an IR's .bin) match the manifest."""
+    manifest = _manifest(path)
+    try:
+        recorded = json.loads(manifest.read_text())
+        for p in (path, *companions):
+            entry = recorded["files"][p.name]
+            if p.stat().st_size != entry["size"] or file_sha256(p) != entry["sha256"]:
+                return False
+        return True
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def seal(path: Path, companions: tuple[Path, ...] = (), meta: dict | None = None) -> None:
+    """Record the finished artefact's hash so later loads can verify it."""
+    files = {p.name: {"size": p.stat().st_size, "sha256": file_sha256(p)} for p in (path, *companions)}
+    atomic_write_text(_manifest(path), json.dumps({"files": files, "meta": meta or {}}, indent=1))
+
+
+def read_meta(path: Path) -> dict:
+    try:
+        return json.loads(_manifest(path).read_text()).get("meta", {})
+    except (OSError, ValueError):
+        return {}
+
+
+def cached(name: str, params: dict, version: str, build: Callable[[Path], dict | None],
+           suffix: str = ".onnx", companion_suffixes: tuple[str, ...] = ()) -> Path:
+    """Path of a valid cached artefact, building it with ``build(target_path)`` when absent or
+    invalid. ``build`` must write the target (atomically) and may return metadata to store."""
+    key = cache_key(name, params, version)
+    path = cache_dir() / f"{name}-{key}{suffix}"
+    companions = tuple(path.with_suffix(s) for s in companion_suffixes)
+    if path.exists() and is_valid(path, companions):
+        return path
+    meta = build(path) or {}
+    seal(path, companions, {"artefact": name, "key_params": params, "version": version, **meta})
+    return path
