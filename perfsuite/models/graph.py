@@ -72,13 +72,16 @@ class GraphBuilder:
         std = y.std(axis=axes) + 1e-5
         return mean, std
 
-    def conv(self, x: Tensor, cout: int, k: int, stride: int = 1, relu: bool = True) -> Tensor:
+    def conv(self, x: Tensor, cout: int, k: int, stride: int = 1, relu: bool = True,
+             gamma: float = 1.0) -> Tensor:
+        """Conv + folded batch norm (mean 0, std ``gamma`` on the calibration batch)."""
         cin = x.value.shape[1]
         pad = k // 2
         w = self.rng.standard_normal((cout, cin, k, k)).astype(np.float32)
         w *= np.sqrt(2.0 / (cin * k * k))  # He initialisation
         y = conv2d_nchw(x.value, w, stride, pad)
         mean, std = self._normalise(y, (0, 2, 3))
+        std = std / gamma
         w = (w / std[:, None, None, None]).astype(np.float32)
         b = (-mean / std).astype(np.float32)
         y = (y - mean[None, :, None, None]) / std[None, :, None, None]

@@ -1,0 +1,93 @@
+"""Accuracy gate for INT8 variants against their FP32 model.
+
+- The digits classifier (real labels shipped with scikit-learn): top-1 accuracy on the
+  held-out split; INT8 may lose at most ``max_top1_drop_points`` (default 1.0).
+- Random-weight models (ResNet-50, the transformer, the small CNN): their outputs are
+  dominated by an input-independent component, so cosine similarity or top-1 agreement says
+  little. The gate uses the signal-to-quantization-noise ratio of *centred* outputs:
+  signal = y_fp32 - mean_over_batch(y_fp32), noise = (y_int8 - y_fp32) minus its batch mean,
+  SQNR = 10 log10(sum signal^2 / sum noise^2). It sees only the input-dependent part.
+  Default threshold ``min_sqnr_db`` (see ``THRESHOLDS``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from perfsuite.backends import RunConfig, get_backend
+from perfsuite.models import ModelInfo
+from perfsuite.quantize import Prepared
+
+# dB floors per model, chosen from measurements on this machine (see README, "Accuracy gate"):
+# healthy INT8 variants sit well above them, a wrong scale falls far below.
+THRESHOLDS = {"default": 10.0}
+MAX_TOP1_DROP_POINTS = 1.0
+
+
+@dataclass(frozen=True)
+class AccuracyResult:
+    metric: str  # "top1_drop_points" or "centred_sqnr_db"
+    value: float
+    threshold: float
+    passed: bool
+    detail: dict
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        rel = "<=" if self.metric == "top1_drop_points" else ">="
+        verdict = "pass" if self.passed else "FAIL"
+        return f"{self.metric} = {self.value:.2f} (gate {rel} {self.threshold:g}): {verdict}"
+
+
+def centred_sqnr_db(reference: np.ndarray, test: np.ndarray) -> float:
+    ref = reference.reshape(reference.shape[0], -1).astype(np.float64)
+    out = test.reshape(test.shape[0], -1).astype(np.float64)
+    signal = ref - ref.mean(axis=0)
+    noise = (out - ref) - (out - ref).mean(axis=0)
+    s, n = float((signal**2).sum()), float((noise**2).sum())
+    if n == 0.0:
+        return float("inf")
+    return 10.0 * np.log10(s / n) if s > 0 else float("-inf")
+
+
+def _run(framework: str, path, options: dict, x: np.ndarray, input_name: str,
+         batch: int) -> np.ndarray:
+    cfg = RunConfig(threads=1, batch=batch, options=options)
+    with get_backend(framework).prepare(path, cfg) as sess:
+        outs = [sess.infer({input_name: x[i : i + batch]})[0] for i in range(0, len(x), batch)]
+    return np.concatenate(outs)
+
+
+def evaluate(model: ModelInfo, variant: Prepared, framework: str,
+             sqnr_floor_db: float | None = None,
+             max_drop_points: float = MAX_TOP1_DROP_POINTS) -> AccuracyResult:
+    """Compare ``variant`` with the FP32 model on the same framework."""
+    if model.name == "digits_mlp":
+        from perfsuite.models.zoo import digits_split
+
+        _, x_test, _, y_test = digits_split()
+        batch = len(x_test)  # one static batch: OpenVINO compiles for a fixed size
+        ref = _run(framework, model.path, {}, x_test, model.input_name, batch)
+        out = _run(framework, variant.path, variant.framework_options, x_test,
+                   model.input_name, batch)
+        acc_fp32 = float((ref.argmax(1) == y_test).mean() * 100)
+        acc_q = float((out.argmax(1) == y_test).mean() * 100)
+        drop = acc_fp32 - acc_q
+        return AccuracyResult("top1_drop_points", drop, max_drop_points, drop <= max_drop_points,
+                              {"top1_fp32": acc_fp32, "top1_variant": acc_q,
+                               "samples": int(len(y_test))})
+    n = 8 if model.flops_per_item > 1e9 else 32
+    x = model.inputs(n, seed=99)[model.input_name]
+    ref = _run(framework, model.path, {}, x, model.input_name, 1)
+    out = _run(framework, variant.path, variant.framework_options, x, model.input_name, 1)
+    floor = THRESHOLDS.get(model.name, THRESHOLDS["default"]) if sqnr_floor_db is None \
+        else sqnr_floor_db
+    db = centred_sqnr_db(ref, out)
+    raw_cos = float(np.dot(ref.ravel(), out.ravel())
+                    / (np.linalg.norm(ref) * np.linalg.norm(out) + 1e-30))
+    return AccuracyResult("centred_sqnr_db", db, floor, db >= floor,
+                          {"samples": n, "raw_cosine": raw_cos})

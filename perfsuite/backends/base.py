@@ -1,0 +1,100 @@
+"""One small interface for inference frameworks: prepare once (not timed), then a callable the
+measurement layer times. A framework that is missing or cannot load a model raises
+``BackendUnavailable`` / ``BackendError`` with the reason; callers turn that into a skip or an
+error for that point, never a crashed run."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+
+class BackendUnavailable(RuntimeError):
+    """The framework is not installed or cannot run here (a reason to skip)."""
+
+
+class BackendError(RuntimeError):
+    """The framework is there but failed on this model or setting (an error for the point)."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    threads: int = 1
+    batch: int = 1
+    mode: str = "latency"  # latency: one request at a time; throughput: framework parallelism
+    cpus: tuple[int, ...] | None = None  # pin framework threads here when binding is requested
+    options: dict = field(default_factory=dict)  # framework-specific knobs (see each backend)
+
+    def __post_init__(self):
+        if self.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {self.threads}")
+        if self.batch < 1:
+            raise ValueError(f"batch must be >= 1, got {self.batch}")
+        if self.mode not in ("latency", "throughput"):
+            raise ValueError(f"mode must be 'latency' or 'throughput', got {self.mode!r}")
+
+
+@dataclass
+class ThroughputRun:
+    items: int
+    seconds: float
+    latencies_s: list[float]
+
+    @property
+    def items_per_s(self) -> float:
+        return self.items / self.seconds if self.seconds > 0 else 0.0
+
+
+class Session(ABC):
+    framework: str = ""
+    settings: dict  # effective settings as the framework reports them
+
+    @abstractmethod
+    def infer(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """One synchronous inference; returns the outputs."""
+
+    def callable(self, inputs: dict[str, np.ndarray]) -> Callable[[], object]:
+        """Zero-argument call of one inference on fixed inputs: what gets timed."""
+        return lambda: self.infer(inputs)
+
+    def run_throughput(self, inputs: dict[str, np.ndarray], seconds: float) -> ThroughputRun:
+        """Default throughput mode: back-to-back batches (the batch is the parallelism)."""
+        batch = next(iter(inputs.values())).shape[0]
+        lat, t0 = [], time.perf_counter()
+        while True:
+            s = time.perf_counter()
+            self.infer(inputs)
+            e = time.perf_counter()
+            lat.append(e - s)
+            if e - t0 >= seconds:
+                return ThroughputRun(items=batch * len(lat), seconds=e - t0, latencies_s=lat)
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Backend(ABC):
+    name: str = ""
+
+    @abstractmethod
+    def version(self) -> str | None:
+        """Installed version, or None when the framework is not installed."""
+
+    def require(self) -> None:
+        if self.version() is None:
+            raise BackendUnavailable(f"{self.name} is not installed (pip install perfsuite[frameworks])")
+
+    @abstractmethod
+    def prepare(self, model: Path, config: RunConfig) -> Session:
+        """Load and compile the model (setup: never timed)."""

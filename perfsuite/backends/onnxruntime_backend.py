@@ -1,0 +1,99 @@
+"""ONNX Runtime CPU backend.
+
+Options (``RunConfig.options``): ``spinning`` (bool, default True: ORT's intra-op threads spin
+between ops), ``execution_mode`` ('sequential' | 'parallel'), ``inter_op_threads`` (int),
+``graph_optimization`` ('disable' | 'basic' | 'extended' | 'all'). ``threads`` is the intra-op
+pool size (the calling thread counts as one); ``cpus`` pins the pool's extra threads.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+
+import numpy as np
+
+from perfsuite.backends.base import Backend, BackendError, RunConfig, Session
+
+_OPT_LEVELS = ("disable", "basic", "extended", "all")
+
+
+def _options(cfg: RunConfig):
+    import onnxruntime as ort
+
+    o = cfg.options
+    unknown = set(o) - {"spinning", "execution_mode", "inter_op_threads", "graph_optimization"}
+    if unknown:
+        raise ValueError(f"unknown onnxruntime options: {sorted(unknown)}")
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = cfg.threads
+    so.inter_op_num_threads = int(o.get("inter_op_threads", 1))
+    mode = o.get("execution_mode", "sequential")
+    if mode not in ("sequential", "parallel"):
+        raise ValueError(f"execution_mode must be 'sequential' or 'parallel', got {mode!r}")
+    so.execution_mode = (ort.ExecutionMode.ORT_SEQUENTIAL if mode == "sequential"
+                         else ort.ExecutionMode.ORT_PARALLEL)
+    level = o.get("graph_optimization", "all")
+    if level not in _OPT_LEVELS:
+        raise ValueError(f"graph_optimization must be one of {_OPT_LEVELS}, got {level!r}")
+    so.graph_optimization_level = {
+        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }[level]
+    spinning = bool(o.get("spinning", True))
+    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    affinity = None
+    if cfg.cpus:
+        # ORT pins the pool's threads 1..N-1 (thread 0 is the caller, pinned by the binding).
+        cpus = list(cfg.cpus)
+        affinity = ";".join(str(cpus[i % len(cpus)] + 1) for i in range(1, cfg.threads))
+        if affinity:  # ORT numbers logical processors from 1 in this setting
+            so.add_session_config_entry("session.intra_op_thread_affinities", affinity)
+    settings = {
+        "intra_op_threads": cfg.threads, "inter_op_threads": so.inter_op_num_threads,
+        "execution_mode": mode, "graph_optimization": level, "spinning": spinning,
+        "thread_affinities": affinity,
+    }
+    return so, settings
+
+
+class OrtSession(Session):
+    framework = "onnxruntime"
+
+    def __init__(self, model: Path, cfg: RunConfig):
+        import onnxruntime as ort
+
+        so, self.settings = _options(cfg)
+        try:
+            self._sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # ORT raises its own Fail/InvalidGraph/... types
+            raise BackendError(f"onnxruntime cannot load {model.name}: {exc}") from exc
+        self._outputs = [o.name for o in self._sess.get_outputs()]
+        self.settings["providers"] = self._sess.get_providers()
+        self.settings["version"] = ort.__version__
+
+    def infer(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return self._sess.run(self._outputs, inputs)
+
+    def callable(self, inputs):
+        run, outs = self._sess.run, self._outputs
+        return lambda: run(outs, inputs)
+
+    def close(self) -> None:
+        self._sess = None
+
+
+class OnnxRuntimeBackend(Backend):
+    name = "onnxruntime"
+
+    def version(self) -> str | None:
+        try:
+            return importlib.metadata.version("onnxruntime")
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    def prepare(self, model: Path, config: RunConfig) -> Session:
+        self.require()
+        return OrtSession(Path(model), config)

@@ -1,0 +1,161 @@
+"""Precisions and the quantization paths that produce them, cached like models.
+
+| precision        | made by                                                              |
+| ---------------- | -------------------------------------------------------------------- |
+| fp32             | the model as built                                                   |
+| int8_dynamic     | ORT ``quantize_dynamic(fp32, int8, weight_type=QuantType.QInt8)`` (the article's call) |
+| int8_static      | ORT ``quant_pre_process`` then ``quantize_static``: QDQ, per-channel s8 weights, u8 activations, calibrated |
+| int8_static_rr   | the same with ``reduce_range=True`` (7-bit weights: no vpmaddubsw saturation) |
+| int8_nncf        | OpenVINO IR quantized by NNCF ``nncf.quantize`` (OpenVINO only)      |
+| bf16             | fp32 model run with INFERENCE_PRECISION_HINT=bf16 (OpenVINO, avx512_bf16/AMX only) |
+
+``int8_static`` models read by OpenVINO are the "ORT QDQ model in OpenVINO" variant.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from perfsuite import cache
+from perfsuite.models import ModelInfo
+
+QUANTIZER_VERSION = "1"
+PRECISIONS = ("fp32", "int8_dynamic", "int8_static", "int8_static_rr", "int8_nncf", "bf16")
+SUPPORTED = {
+    "onnxruntime": ("fp32", "int8_dynamic", "int8_static", "int8_static_rr"),
+    "openvino": ("fp32", "int8_static", "int8_static_rr", "int8_nncf", "bf16"),
+}
+
+
+class Unsupported(RuntimeError):
+    """This precision cannot run with this framework or on this CPU (a reason to skip)."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    path: Path
+    precision: str
+    framework_options: dict  # extra backend options the precision needs (e.g. bf16 hint)
+
+
+def calibration_inputs(model: ModelInfo, count: int | None = None, seed: int = 1234) -> list[dict]:
+    """Calibration batches (batch 1): the training split for the digits classifier, seeded
+    synthetic inputs for random-weight models."""
+    if model.name == "digits_mlp":
+        from perfsuite.models.zoo import digits_split
+
+        x_train = digits_split()[0]
+        return [{model.input_name: x_train[i : i + 1]} for i in range(count or 128)]
+    rng = np.random.default_rng(seed)
+    n = count or (8 if model.flops_per_item > 1e9 else 32)
+    return [{model.input_name: rng.standard_normal((1, *model.input_shape)).astype(np.float32)}
+            for _ in range(n)]
+
+
+def _reader(batches: list[dict]):
+    from onnxruntime.quantization import CalibrationDataReader
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self._it = iter(batches)
+
+        def get_next(self):
+            return next(self._it, None)
+
+    return Reader()
+
+
+def _tmp_sibling(target: Path, suffix: str) -> Path:
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=suffix)
+    os.close(fd)
+    return Path(tmp)
+
+
+def _ort_dynamic(model: ModelInfo, target: Path) -> dict:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    tmp = _tmp_sibling(target, ".onnx")
+    try:
+        quantize_dynamic(model.path, tmp, weight_type=QuantType.QInt8)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return {}
+
+
+def _ort_static(model: ModelInfo, target: Path, reduce_range: bool) -> dict:
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    pre = _tmp_sibling(target, ".pre.onnx")
+    tmp = _tmp_sibling(target, ".onnx")
+    try:
+        quant_pre_process(str(model.path), str(pre), skip_symbolic_shape=False)
+        quantize_static(
+            str(pre), str(tmp), _reader(calibration_inputs(model)),
+            quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=reduce_range,
+            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+        )
+        os.replace(tmp, target)
+    finally:
+        pre.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
+    return {"preprocessed": True, "reduce_range": reduce_range}
+
+
+def _nncf(model: ModelInfo, target: Path) -> dict:
+    import nncf
+    import openvino as ov
+
+    ov_model = ov.Core().read_model(str(model.path))
+    batches = calibration_inputs(model)
+    dataset = nncf.Dataset(batches, lambda b: b[model.input_name])
+    quantized = nncf.quantize(ov_model, dataset, subset_size=len(batches))
+    tmp = _tmp_sibling(target, ".xml")
+    try:
+        ov.save_model(quantized, str(tmp), compress_to_fp16=False)
+        os.replace(tmp.with_suffix(".bin"), target.with_suffix(".bin"))
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+        tmp.with_suffix(".bin").unlink(missing_ok=True)
+    return {}
+
+
+def _host_has_bf16() -> bool:
+    from perfsuite.kernels import cpu_features
+
+    f = cpu_features()
+    return bool(f.get("avx512_bf16"))
+
+
+def prepare(model: ModelInfo, precision: str, framework: str) -> Prepared:
+    """The model file for (precision, framework), building and caching it when needed."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    if framework not in SUPPORTED:
+        raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(SUPPORTED)}")
+    if precision not in SUPPORTED[framework]:
+        raise Unsupported(f"{precision} is not a {framework} path (it has: "
+                          f"{', '.join(SUPPORTED[framework])})")
+    if precision == "fp32":
+        return Prepared(model.path, precision, {})
+    if precision == "bf16":
+        if not _host_has_bf16():
+            raise Unsupported("bf16 needs avx512_bf16 or AMX; this CPU has neither")
+        return Prepared(model.path, precision, {"precision_hint": "bf16"})
+    key = {"model": model.path.name}
+    if precision == "int8_dynamic":
+        build, suffix, comp = (lambda p: _ort_dynamic(model, p)), ".onnx", ()
+    elif precision in ("int8_static", "int8_static_rr"):
+        rr = precision == "int8_static_rr"
+        build, suffix, comp = (lambda p: _ort_static(model, p, rr)), ".onnx", ()
+    else:
+        build, suffix, comp = (lambda p: _nncf(model, p)), ".xml", (".bin",)
+    path = cache.cached(f"{precision}-{model.name}", key, QUANTIZER_VERSION, build, suffix, comp)
+    return Prepared(path, precision, {})
