@@ -53,3 +53,17 @@ def pytest_collection_modifyitems(config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_cache(tmp_path_factory):
+    """Tests build models into a fresh cache (cold, like CI), never the user's."""
+    import os
+
+    old = os.environ.get("PERFSUITE_CACHE")
+    os.environ["PERFSUITE_CACHE"] = str(tmp_path_factory.mktemp("perfsuite-cache"))
+    yield
+    if old is None:
+        os.environ.pop("PERFSUITE_CACHE", None)
+    else:
+        os.environ["PERFSUITE_CACHE"] = old

@@ -1,0 +1,59 @@
+"""Why an INT8 variant can run slower than FP32: read the quantized model and the host's ISA
+and name the known causes. Used when a measured INT8/FP32 ratio is below 1."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+
+def op_counts(path: Path) -> Counter:
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    return Counter(n.op_type for n in model.graph.node)
+
+
+def _has_vnni(flags: dict) -> bool:
+    return bool(flags.get("avx512_vnni") or flags.get("avx_vnni"))
+
+
+def diagnose(path: Path, cpu_flags: dict, *, reduce_range: bool | None = None,
+             preprocessed: bool | None = None) -> list[str]:
+    """Reasons found in the model at ``path`` (an ONNX file) for slow INT8 on this CPU."""
+    if Path(path).suffix != ".onnx":
+        return []
+    ops = op_counts(Path(path))
+    reasons = []
+    if ops.get("ConvInteger"):
+        reasons.append(
+            f"{ops['ConvInteger']} ConvInteger node(s) from dynamic quantization of convolutions: "
+            "onnxruntime has no optimised ConvInteger kernel and re-quantizes activations at run "
+            "time (DynamicQuantizeLinear); use quantize_static (QDQ) for CNNs "
+            "(onnxruntime issue #12854)"
+        )
+    if ops.get("DynamicQuantizeLinear") and not ops.get("ConvInteger"):
+        reasons.append(
+            f"{ops['DynamicQuantizeLinear']} DynamicQuantizeLinear node(s): activation ranges are "
+            "computed on every call; for small matrices this overhead can outweigh the INT8 gain"
+        )
+    qop = ops.get("QLinearConv", 0) + ops.get("QLinearMatMul", 0)
+    if qop and not _has_vnni(cpu_flags):
+        reasons.append(
+            f"{qop} QOperator node(s) (QLinearConv/QLinearMatMul): with s8 activations (S8S8) "
+            "x86-64 CPUs without VNNI take a slower path; prefer QDQ with u8 activations"
+        )
+    if ops.get("QuantizeLinear") and not _has_vnni(cpu_flags) and reduce_range is False:
+        reasons.append(
+            "u8s8 weights use the full 8-bit range on a CPU without VNNI: vpmaddubsw pair sums can "
+            "saturate (see perfsuite.kernels), so the runtime may use a slower exact path; "
+            "reduce_range=True (7-bit weights) avoids it"
+        )
+    if ops.get("QuantizeLinear") and preprocessed is False:
+        reasons.append("the model was quantized without onnxruntime's pre-processing step "
+                       "(quant_pre_process): unfused ops stay in float between Q/DQ pairs")
+    q = ops.get("QuantizeLinear", 0) + ops.get("DequantizeLinear", 0)
+    if q and sum(ops.values()) and q / sum(ops.values()) > 0.6:
+        reasons.append(f"{q} of {sum(ops.values())} nodes are Q/DQ: many layers were left in "
+                       "float with conversions around them")
+    return reasons
