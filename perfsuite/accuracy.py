@@ -54,17 +54,22 @@ def centred_sqnr_db(reference: np.ndarray, test: np.ndarray) -> float:
     return 10.0 * np.log10(s / n) if s > 0 else float("-inf")
 
 
-def _run(framework: str, path, options: dict, x: np.ndarray, input_name: str,
-         batch: int) -> np.ndarray:
+def _run(
+    framework: str, path, options: dict, x: np.ndarray, input_name: str, batch: int
+) -> np.ndarray:
     cfg = RunConfig(threads=1, batch=batch, options=options)
     with get_backend(framework).prepare(path, cfg) as sess:
         outs = [sess.infer({input_name: x[i : i + batch]})[0] for i in range(0, len(x), batch)]
     return np.concatenate(outs)
 
 
-def evaluate(model: ModelInfo, variant: Prepared, framework: str,
-             sqnr_floor_db: float | None = None,
-             max_drop_points: float = MAX_TOP1_DROP_POINTS) -> AccuracyResult:
+def evaluate(
+    model: ModelInfo,
+    variant: Prepared,
+    framework: str,
+    sqnr_floor_db: float | None = None,
+    max_drop_points: float = MAX_TOP1_DROP_POINTS,
+) -> AccuracyResult:
     """Compare ``variant`` with the FP32 model on the same framework."""
     if model.name == "digits_mlp":
         from perfsuite.models.zoo import digits_split
@@ -72,22 +77,32 @@ def evaluate(model: ModelInfo, variant: Prepared, framework: str,
         _, x_test, _, y_test = digits_split()
         batch = len(x_test)  # one static batch: OpenVINO compiles for a fixed size
         ref = _run(framework, model.path, {}, x_test, model.input_name, batch)
-        out = _run(framework, variant.path, variant.framework_options, x_test,
-                   model.input_name, batch)
+        out = _run(
+            framework, variant.path, variant.framework_options, x_test, model.input_name, batch
+        )
         acc_fp32 = float((ref.argmax(1) == y_test).mean() * 100)
         acc_q = float((out.argmax(1) == y_test).mean() * 100)
         drop = acc_fp32 - acc_q
-        return AccuracyResult("top1_drop_points", drop, max_drop_points, drop <= max_drop_points,
-                              {"top1_fp32": acc_fp32, "top1_variant": acc_q,
-                               "samples": int(len(y_test))})
+        return AccuracyResult(
+            "top1_drop_points",
+            drop,
+            max_drop_points,
+            drop <= max_drop_points,
+            {"top1_fp32": acc_fp32, "top1_variant": acc_q, "samples": int(len(y_test))},
+        )
     n = 8 if model.flops_per_item > 1e9 else 32
     x = model.inputs(n, seed=99)[model.input_name]
     ref = _run(framework, model.path, {}, x, model.input_name, 1)
     out = _run(framework, variant.path, variant.framework_options, x, model.input_name, 1)
-    floor = THRESHOLDS.get(model.name, THRESHOLDS["default"]) if sqnr_floor_db is None \
+    floor = (
+        THRESHOLDS.get(model.name, THRESHOLDS["default"])
+        if sqnr_floor_db is None
         else sqnr_floor_db
+    )
     db = centred_sqnr_db(ref, out)
-    raw_cos = float(np.dot(ref.ravel(), out.ravel())
-                    / (np.linalg.norm(ref) * np.linalg.norm(out) + 1e-30))
-    return AccuracyResult("centred_sqnr_db", db, floor, db >= floor,
-                          {"samples": n, "raw_cosine": raw_cos})
+    raw_cos = float(
+        np.dot(ref.ravel(), out.ravel()) / (np.linalg.norm(ref) * np.linalg.norm(out) + 1e-30)
+    )
+    return AccuracyResult(
+        "centred_sqnr_db", db, floor, db >= floor, {"samples": n, "raw_cosine": raw_cos}
+    )

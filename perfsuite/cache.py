@@ -30,8 +30,9 @@ def cache_dir() -> Path:
 
 
 def cache_key(name: str, params: dict, version: str) -> str:
-    blob = json.dumps({"name": name, "params": params, "version": version}, sort_keys=True,
-                      default=str)
+    blob = json.dumps(
+        {"name": name, "params": params, "version": version}, sort_keys=True, default=str
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
@@ -83,7 +84,9 @@ def is_valid(path: Path, companions: tuple[Path, ...] = ()) -> bool:
 
 def seal(path: Path, companions: tuple[Path, ...] = (), meta: dict | None = None) -> None:
     """Record the finished artefact's hash so later loads can verify it."""
-    files = {p.name: {"size": p.stat().st_size, "sha256": file_sha256(p)} for p in (path, *companions)}
+    files = {
+        p.name: {"size": p.stat().st_size, "sha256": file_sha256(p)} for p in (path, *companions)
+    }
     atomic_write_text(_manifest(path), json.dumps({"files": files, "meta": meta or {}}, indent=1))
 
 
@@ -94,8 +97,14 @@ def read_meta(path: Path) -> dict:
         return {}
 
 
-def cached(name: str, params: dict, version: str, build: Callable[[Path], dict | None],
-           suffix: str = ".onnx", companion_suffixes: tuple[str, ...] = ()) -> Path:
+def cached(
+    name: str,
+    params: dict,
+    version: str,
+    build: Callable[[Path], dict | None],
+    suffix: str = ".onnx",
+    companion_suffixes: tuple[str, ...] = (),
+) -> Path:
     """Path of a valid cached artefact, building it with ``build(target_path)`` when absent or
     invalid. ``build`` must write the target (atomically) and may return metadata to store."""
     key = cache_key(name, params, version)

@@ -55,8 +55,9 @@ def _describe_exit(code: int | None) -> str:
     return f"exited with status {code}"
 
 
-def run_isolated(fn, *args, timeout: float = 300.0, exit_grace: float = 10.0,
-                 **kwargs) -> WorkerResult:
+def run_isolated(
+    fn, *args, timeout: float = 300.0, exit_grace: float = 10.0, **kwargs
+) -> WorkerResult:
     """fn(*args, **kwargs) in a spawned process; raises WorkerTimeout/WorkerCrashed/WorkerError."""
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
@@ -68,8 +69,9 @@ def run_isolated(fn, *args, timeout: float = 300.0, exit_grace: float = 10.0,
         if not parent.poll(timeout):
             proc.kill()
             proc.join()
-            raise WorkerTimeout(f"{getattr(fn, '__name__', fn)} gave no answer within {timeout:g} s; "
-                                "worker killed")
+            raise WorkerTimeout(
+                f"{getattr(fn, '__name__', fn)} gave no answer within {timeout:g} s; worker killed"
+            )
         try:
             status, payload = parent.recv()
         except EOFError:

@@ -1,13 +1,14 @@
 """Precisions and the quantization paths that produce them, cached like models.
 
-| precision        | made by                                                              |
-| ---------------- | -------------------------------------------------------------------- |
-| fp32             | the model as built                                                   |
-| int8_dynamic     | ORT ``quantize_dynamic(fp32, int8, weight_type=QuantType.QInt8)`` (the article's call) |
-| int8_static      | ORT ``quant_pre_process`` then ``quantize_static``: QDQ, per-channel s8 weights, u8 activations, calibrated |
-| int8_static_rr   | the same with ``reduce_range=True`` (7-bit weights: no vpmaddubsw saturation) |
-| int8_nncf        | OpenVINO IR quantized by NNCF ``nncf.quantize`` (OpenVINO only)      |
-| bf16             | fp32 model run with INFERENCE_PRECISION_HINT=bf16 (OpenVINO, avx512_bf16/AMX only) |
+- fp32: the model as built.
+- int8_dynamic: ORT ``quantize_dynamic(fp32, int8, weight_type=QuantType.QInt8)``, the
+  article's call.
+- int8_static: ORT ``quant_pre_process``, then ``quantize_static``: QDQ format, per-channel
+  s8 weights, u8 activations, calibrated on ``calibration_inputs``.
+- int8_static_rr: the same with ``reduce_range=True`` (7-bit weights: no vpmaddubsw
+  saturation on CPUs without VNNI).
+- int8_nncf: OpenVINO IR quantized by NNCF ``nncf.quantize`` (OpenVINO only).
+- bf16: the fp32 model run with INFERENCE_PRECISION_HINT=bf16 (OpenVINO; avx512_bf16/AMX).
 
 ``int8_static`` models read by OpenVINO are the "ORT QDQ model in OpenVINO" variant.
 """
@@ -53,8 +54,10 @@ def calibration_inputs(model: ModelInfo, count: int | None = None, seed: int = 1
         return [{model.input_name: x_train[i : i + 1]} for i in range(count or 128)]
     rng = np.random.default_rng(seed)
     n = count or (8 if model.flops_per_item > 1e9 else 32)
-    return [{model.input_name: rng.standard_normal((1, *model.input_shape)).astype(np.float32)}
-            for _ in range(n)]
+    return [
+        {model.input_name: rng.standard_normal((1, *model.input_shape)).astype(np.float32)}
+        for _ in range(n)
+    ]
 
 
 def _reader(batches: list[dict]):
@@ -97,9 +100,14 @@ def _ort_static(model: ModelInfo, target: Path, reduce_range: bool) -> dict:
     try:
         quant_pre_process(str(model.path), str(pre), skip_symbolic_shape=False)
         quantize_static(
-            str(pre), str(tmp), _reader(calibration_inputs(model)),
-            quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=reduce_range,
-            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+            str(pre),
+            str(tmp),
+            _reader(calibration_inputs(model)),
+            quant_format=QuantFormat.QDQ,
+            per_channel=True,
+            reduce_range=reduce_range,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
         )
         os.replace(tmp, target)
     finally:
@@ -141,8 +149,9 @@ def prepare(model: ModelInfo, precision: str, framework: str) -> Prepared:
     if framework not in SUPPORTED:
         raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(SUPPORTED)}")
     if precision not in SUPPORTED[framework]:
-        raise Unsupported(f"{precision} is not a {framework} path (it has: "
-                          f"{', '.join(SUPPORTED[framework])})")
+        raise Unsupported(
+            f"{precision} is not a {framework} path (it has: {', '.join(SUPPORTED[framework])})"
+        )
     if precision == "fp32":
         return Prepared(model.path, precision, {})
     if precision == "bf16":

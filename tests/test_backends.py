@@ -9,9 +9,10 @@ from perfsuite import models
 from perfsuite.backends import BACKENDS, BackendError, RunConfig, get_backend
 from perfsuite.isolation import WorkerCrashed, WorkerError, WorkerTimeout, run_isolated
 
-FRAMEWORKS = [pytest.param(n, marks=pytest.mark.skipif(b.version() is None,
-                                                        reason=f"{n} is not installed"))
-              for n, b in BACKENDS.items()]
+FRAMEWORKS = [
+    pytest.param(n, marks=pytest.mark.skipif(b.version() is None, reason=f"{n} is not installed"))
+    for n, b in BACKENDS.items()
+]
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +32,9 @@ def test_fp32_inference_matches_reference(framework, threads, cnn):
 
 
 def test_onnxruntime_records_effective_settings(cnn):
-    cfg = RunConfig(threads=2, cpus=(0, 1), options={"spinning": False,
-                                                      "graph_optimization": "basic"})
+    cfg = RunConfig(
+        threads=2, cpus=(0, 1), options={"spinning": False, "graph_optimization": "basic"}
+    )
     with get_backend("onnxruntime").prepare(cnn.path, cfg) as s:
         assert s.settings["intra_op_threads"] == 2 and s.settings["spinning"] is False
         assert s.settings["thread_affinities"] == "2"  # pool thread 1 -> CPU 1 (1-based)
@@ -156,8 +158,9 @@ def test_openvino_async_queue_callback_hazard_is_contained(cnn):
     answer within the deadline: a result, or a timeout/teardown-hang it can record."""
     t0 = time.perf_counter()
     try:
-        res = run_isolated(_ov_async_queue_with_callback_then_teardown, str(cnn.path),
-                           timeout=60, exit_grace=10)
+        res = run_isolated(
+            _ov_async_queue_with_callback_then_teardown, str(cnn.path), timeout=60, exit_grace=10
+        )
         assert res.value == 32
         outcome = "teardown hung (killed)" if res.teardown_hung else "completed"
     except WorkerTimeout:

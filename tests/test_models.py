@@ -33,17 +33,27 @@ def test_resnet50_architecture_and_counts():
 
 def test_v15_stride_on_3x3():
     g = onnx.load(str(models.get("resnet50").path)).graph
-    strided = [n for n in g.node if n.op_type == "Conv"
-               and [a.ints for a in n.attribute if a.name == "strides"][0] == [2, 2]]
-    kernels = sorted(tuple([a.ints for a in n.attribute if a.name == "kernel_shape"][0])
-                     for n in strided)
+    strided = [
+        n
+        for n in g.node
+        if n.op_type == "Conv" and [a.ints for a in n.attribute if a.name == "strides"][0] == [2, 2]
+    ]
+    kernels = sorted(
+        tuple([a.ints for a in n.attribute if a.name == "kernel_shape"][0]) for n in strided
+    )
     # stem 7x7, three 3x3 (stages 2-4) and three 1x1 projection shortcuts
     assert kernels == [(1, 1)] * 3 + [(3, 3)] * 3 + [(7, 7)]
 
 
-@pytest.mark.parametrize("name, out_shape", [("small_cnn", (2, 10)), ("mlp4mb", (2, 512)),
-                                              ("transformer", (2, 128, 512)),
-                                              ("digits_mlp", (2, 10))])
+@pytest.mark.parametrize(
+    "name, out_shape",
+    [
+        ("small_cnn", (2, 10)),
+        ("mlp4mb", (2, 512)),
+        ("transformer", (2, 128, 512)),
+        ("digits_mlp", (2, 10)),
+    ],
+)
 def test_models_run_with_sane_outputs(name, out_shape):
     info = models.get(name)
     y = run(info)
@@ -75,8 +85,9 @@ def test_digits_classifier_is_trained_on_real_labels():
     assert info.meta["sklearn_test_accuracy"] == pytest.approx(acc, abs=0.002)
 
 
-@pytest.mark.parametrize("builder", [zoo.build_small_cnn, zoo.build_transformer,
-                                     lambda: zoo.build_mlp(4)])
+@pytest.mark.parametrize(
+    "builder", [zoo.build_small_cnn, zoo.build_transformer, lambda: zoo.build_mlp(4)]
+)
 def test_builders_are_deterministic(builder):
     assert builder().SerializeToString() == builder().SerializeToString()
 

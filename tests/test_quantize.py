@@ -13,9 +13,18 @@ HAVE_OV = BACKENDS["openvino"].version() is not None
 HAVE_NNCF = HAVE_OV and pytest.importorskip("importlib").util.find_spec("nncf") is not None
 
 CASES = [("onnxruntime", p) for p in quantize.SUPPORTED["onnxruntime"] if p != "fp32"]
-CASES += [pytest.param("openvino", p, marks=pytest.mark.skipif(
-    not HAVE_OV or (p == "int8_nncf" and not HAVE_NNCF), reason="openvino/nncf not installed"))
-    for p in quantize.SUPPORTED["openvino"] if p not in ("fp32", "bf16")]
+CASES += [
+    pytest.param(
+        "openvino",
+        p,
+        marks=pytest.mark.skipif(
+            not HAVE_OV or (p == "int8_nncf" and not HAVE_NNCF),
+            reason="openvino/nncf not installed",
+        ),
+    )
+    for p in quantize.SUPPORTED["openvino"]
+    if p not in ("fp32", "bf16")
+]
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +64,9 @@ def test_quantized_models_hold_the_expected_operators(cnn):
 def test_reduce_range_gives_7_bit_weights(cnn):
     def weight_range(precision):
         g = onnx.load(str(quantize.prepare(cnn, precision, "onnxruntime").path)).graph
-        vals = [numpy_helper.to_array(t) for t in g.initializer if t.data_type == onnx.TensorProto.INT8]
+        vals = [
+            numpy_helper.to_array(t) for t in g.initializer if t.data_type == onnx.TensorProto.INT8
+        ]
         return max(int(np.abs(v.astype(np.int16)).max()) for v in vals if v.size > 1)
 
     assert weight_range("int8_static") == 127
@@ -67,8 +78,11 @@ def _break_scales(src, dst, factor=8.0):
     model = onnx.load(str(src))
     dq_scales = {n.input[1] for n in model.graph.node if n.op_type == "DequantizeLinear"}
     weights = {n.input[0] for n in model.graph.node if n.op_type == "DequantizeLinear"}
-    int8_weights = {t.name for t in model.graph.initializer if t.name in weights
-                    and t.data_type == onnx.TensorProto.INT8}
+    int8_weights = {
+        t.name
+        for t in model.graph.initializer
+        if t.name in weights and t.data_type == onnx.TensorProto.INT8
+    }
     for n in model.graph.node:
         if n.op_type == "DequantizeLinear" and n.input[0] in int8_weights:
             for t in model.graph.initializer:
@@ -115,7 +129,8 @@ def test_bf16_skips_without_the_isa(cnn):
 
     if cpu_features()["avx512_bf16"]:
         assert quantize.prepare(cnn, "bf16", "openvino").framework_options == {
-            "precision_hint": "bf16"}
+            "precision_hint": "bf16"
+        }
     else:
         with pytest.raises(Unsupported, match="bf16 needs avx512_bf16 or AMX"):
             quantize.prepare(cnn, "bf16", "openvino")
@@ -127,6 +142,7 @@ def test_diagnosis_names_conv_integer_and_saturation(cnn):
     assert any("ConvInteger" in r and "#12854" in r for r in dyn)
     static = quantize.prepare(cnn, "int8_static", "onnxruntime").path
     assert any("saturate" in r for r in diagnose(static, no_vnni, reduce_range=False))
-    assert not any("saturate" in r for r in diagnose(static, {"avx512_vnni": True},
-                                                      reduce_range=False))
+    assert not any(
+        "saturate" in r for r in diagnose(static, {"avx512_vnni": True}, reduce_range=False)
+    )
     assert any("pre-processing" in r for r in diagnose(static, no_vnni, preprocessed=False))

@@ -20,5 +20,13 @@ def get_backend(name: str) -> Backend:
     return BACKENDS[name]
 
 
-__all__ = ["BACKENDS", "Backend", "BackendError", "BackendUnavailable", "RunConfig", "Session",
-           "ThroughputRun", "get_backend"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendError",
+    "BackendUnavailable",
+    "RunConfig",
+    "Session",
+    "ThroughputRun",
+    "get_backend",
+]

@@ -93,7 +93,9 @@ class Backend(ABC):
 
     def require(self) -> None:
         if self.version() is None:
-            raise BackendUnavailable(f"{self.name} is not installed (pip install perfsuite[frameworks])")
+            raise BackendUnavailable(
+                f"{self.name} is not installed (pip install perfsuite[frameworks])"
+            )
 
     @abstractmethod
     def prepare(self, model: Path, config: RunConfig) -> Session:

@@ -31,8 +31,9 @@ def _options(cfg: RunConfig):
     mode = o.get("execution_mode", "sequential")
     if mode not in ("sequential", "parallel"):
         raise ValueError(f"execution_mode must be 'sequential' or 'parallel', got {mode!r}")
-    so.execution_mode = (ort.ExecutionMode.ORT_SEQUENTIAL if mode == "sequential"
-                         else ort.ExecutionMode.ORT_PARALLEL)
+    so.execution_mode = (
+        ort.ExecutionMode.ORT_SEQUENTIAL if mode == "sequential" else ort.ExecutionMode.ORT_PARALLEL
+    )
     level = o.get("graph_optimization", "all")
     if level not in _OPT_LEVELS:
         raise ValueError(f"graph_optimization must be one of {_OPT_LEVELS}, got {level!r}")
@@ -52,8 +53,11 @@ def _options(cfg: RunConfig):
         if affinity:  # ORT numbers logical processors from 1 in this setting
             so.add_session_config_entry("session.intra_op_thread_affinities", affinity)
     settings = {
-        "intra_op_threads": cfg.threads, "inter_op_threads": so.inter_op_num_threads,
-        "execution_mode": mode, "graph_optimization": level, "spinning": spinning,
+        "intra_op_threads": cfg.threads,
+        "inter_op_threads": so.inter_op_num_threads,
+        "execution_mode": mode,
+        "graph_optimization": level,
+        "spinning": spinning,
         "thread_affinities": affinity,
     }
     return so, settings

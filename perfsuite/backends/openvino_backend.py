@@ -23,8 +23,14 @@ import numpy as np
 
 from perfsuite.backends.base import Backend, BackendError, RunConfig, Session, ThroughputRun
 
-REPORTED = ("PERFORMANCE_HINT", "NUM_STREAMS", "INFERENCE_NUM_THREADS",
-            "INFERENCE_PRECISION_HINT", "OPTIMAL_NUMBER_OF_INFER_REQUESTS", "ENABLE_CPU_PINNING")
+REPORTED = (
+    "PERFORMANCE_HINT",
+    "NUM_STREAMS",
+    "INFERENCE_NUM_THREADS",
+    "INFERENCE_PRECISION_HINT",
+    "OPTIMAL_NUMBER_OF_INFER_REQUESTS",
+    "ENABLE_CPU_PINNING",
+)
 
 
 def _config(cfg: RunConfig) -> dict:
@@ -79,16 +85,19 @@ class OvSession(Session):
 
     def infer(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         self._request.infer(inputs)
-        return [self._request.get_output_tensor(i).data.copy()
-                for i in range(len(self._compiled.outputs))]
+        return [
+            self._request.get_output_tensor(i).data.copy()
+            for i in range(len(self._compiled.outputs))
+        ]
 
     def callable(self, inputs):
         req = self._request
         return lambda: req.infer(inputs)
 
     def run_throughput(self, inputs: dict[str, np.ndarray], seconds: float) -> ThroughputRun:
-        n = int(self._requests_wanted or self.settings.get("OPTIMAL_NUMBER_OF_INFER_REQUESTS", 1)
-                or 1)
+        n = int(
+            self._requests_wanted or self.settings.get("OPTIMAL_NUMBER_OF_INFER_REQUESTS", 1) or 1
+        )
         batch = next(iter(inputs.values())).shape[0]
         reqs = [self._compiled.create_infer_request() for _ in range(max(1, n))]
         started = [0.0] * len(reqs)

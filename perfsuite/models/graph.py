@@ -36,8 +36,14 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarr
 
 
 class GraphBuilder:
-    def __init__(self, name: str, seed: int, calib: np.ndarray, input_name: str = "input",
-                 dynamic_axes: tuple[int, ...] = (0,)):
+    def __init__(
+        self,
+        name: str,
+        seed: int,
+        calib: np.ndarray,
+        input_name: str = "input",
+        dynamic_axes: tuple[int, ...] = (0,),
+    ):
         self.name = name
         self.rng = np.random.default_rng(seed)
         self.nodes: list = []
@@ -72,8 +78,9 @@ class GraphBuilder:
         std = y.std(axis=axes) + 1e-5
         return mean, std
 
-    def conv(self, x: Tensor, cout: int, k: int, stride: int = 1, relu: bool = True,
-             gamma: float = 1.0) -> Tensor:
+    def conv(
+        self, x: Tensor, cout: int, k: int, stride: int = 1, relu: bool = True, gamma: float = 1.0
+    ) -> Tensor:
         """Conv + folded batch norm (mean 0, std ``gamma`` on the calibration batch)."""
         cin = x.value.shape[1]
         pad = k // 2
@@ -87,12 +94,25 @@ class GraphBuilder:
         y = (y - mean[None, :, None, None]) / std[None, :, None, None]
         ho, wo = y.shape[2:]
         self.flops_per_item += 2 * cout * cin * k * k * ho * wo
-        out = self.node("Conv", [x.name, self.const("w", w), self.const("b", b)], y.astype(np.float32),
-                        kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4)
+        out = self.node(
+            "Conv",
+            [x.name, self.const("w", w), self.const("b", b)],
+            y.astype(np.float32),
+            kernel_shape=[k, k],
+            strides=[stride, stride],
+            pads=[pad] * 4,
+        )
         return self.relu(out) if relu else out
 
-    def linear(self, x: Tensor, cout: int, relu: bool = False, normalise: bool | str = True,
-               weight: np.ndarray | None = None, bias: np.ndarray | None = None) -> Tensor:
+    def linear(
+        self,
+        x: Tensor,
+        cout: int,
+        relu: bool = False,
+        normalise: bool | str = True,
+        weight: np.ndarray | None = None,
+        bias: np.ndarray | None = None,
+    ) -> Tensor:
         """x (..., cin) @ W (cin, cout) + b as MatMul + Add (the form quantizers handle).
         normalise: True per output column; "global" one scale for the whole output (for a
         classifier head fed a calibration batch too small for per-column statistics)."""
@@ -125,8 +145,14 @@ class GraphBuilder:
         pad = k // 2
         xp = np.pad(x.value, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=-np.inf)
         win = sliding_window_view(xp, (k, k), axis=(2, 3))[:, :, ::stride, ::stride]
-        return self.node("MaxPool", [x.name], win.max(axis=(4, 5)), kernel_shape=[k, k],
-                         strides=[stride, stride], pads=[pad] * 4)
+        return self.node(
+            "MaxPool",
+            [x.name],
+            win.max(axis=(4, 5)),
+            kernel_shape=[k, k],
+            strides=[stride, stride],
+            pads=[pad] * 4,
+        )
 
     def global_avgpool_flat(self, x: Tensor) -> Tensor:
         gap = self.node("GlobalAveragePool", [x.name], x.value.mean(axis=(2, 3), keepdims=True))
@@ -136,11 +162,15 @@ class GraphBuilder:
         self.nodes.append(helper.make_node("Identity", [output.name], [out_name]))
         out_shape = ["N"] + list(output.value.shape[1:])
         graph = helper.make_graph(
-            self.nodes, self.name, [self.input_info],
-            [helper.make_tensor_value_info(out_name, TensorProto.FLOAT, out_shape)], self.inits,
+            self.nodes,
+            self.name,
+            [self.input_info],
+            [helper.make_tensor_value_info(out_name, TensorProto.FLOAT, out_shape)],
+            self.inits,
         )
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                                  producer_name="perfsuite")
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="perfsuite"
+        )
         model.ir_version = 8  # readable by every onnxruntime/OpenVINO release we support
         model.doc_string = f"params={self.params} flops_per_item={self.flops_per_item}"
         onnx.checker.check_model(model)

@@ -54,21 +54,28 @@ def _bottleneck(g: GraphBuilder, x: Tensor, width: int, stride: int, gain: float
     y = g.conv(x, width, 1)
     y = g.conv(y, width, 3, stride=stride)
     y = g.conv(y, 4 * width, 1, relu=False, gamma=gain)
-    shortcut = x if stride == 1 and cin == 4 * width else g.conv(x, 4 * width, 1, stride, relu=False)
+    shortcut = (
+        x if stride == 1 and cin == 4 * width else g.conv(x, 4 * width, 1, stride, relu=False)
+    )
     return g.add(y, shortcut, relu=True)
 
 
-def build_resnet(blocks=(3, 4, 6, 3), image: int = 224, classes: int = 1000, base: int = 64,
-                 calib_batch: int = 2, seed: int = 50, branch_gain: float = 0.1
-                 ) -> onnx.ModelProto:
+def build_resnet(
+    blocks=(3, 4, 6, 3),
+    image: int = 224,
+    classes: int = 1000,
+    base: int = 64,
+    calib_batch: int = 2,
+    seed: int = 50,
+    branch_gain: float = 0.1,
+) -> onnx.ModelProto:
     calib = np.random.default_rng(seed + 1).standard_normal((calib_batch, 3, image, image))
     g = GraphBuilder("resnet", seed, calib)
     x = g.conv(g.input, base, 7, stride=2)
     x = g.maxpool(x)
     for stage, n in enumerate(blocks):
         for i in range(n):
-            x = _bottleneck(g, x, base * 2**stage, 2 if (i == 0 and stage > 0) else 1,
-                            branch_gain)
+            x = _bottleneck(g, x, base * 2**stage, 2 if (i == 0 and stage > 0) else 1, branch_gain)
     x = g.global_avgpool_flat(x)
     return g.model(g.linear(x, classes, normalise="global"))
 
@@ -104,8 +111,9 @@ def _layernorm(g: GraphBuilder, x: Tensor) -> Tensor:
     y = (v - v.mean(-1, keepdims=True)) / np.sqrt(v.var(-1, keepdims=True) + 1e-5)
     scale = g.const("ln_g", np.ones(d, np.float32))
     bias = g.const("ln_b", np.zeros(d, np.float32))
-    return g.node("LayerNormalization", [x.name, scale, bias], y.astype(np.float32), axis=-1,
-                  epsilon=1e-5)
+    return g.node(
+        "LayerNormalization", [x.name, scale, bias], y.astype(np.float32), axis=-1, epsilon=1e-5
+    )
 
 
 def _gelu(g: GraphBuilder, x: Tensor) -> Tensor:
@@ -147,8 +155,9 @@ def _attention(g: GraphBuilder, x: Tensor, heads: int) -> Tensor:
     return g.linear(ctx, d, normalise=False)
 
 
-def build_transformer(layers: int = 4, hidden: int = 512, heads: int = 8, seq: int = 128,
-                      seed: int = 13) -> onnx.ModelProto:
+def build_transformer(
+    layers: int = 4, hidden: int = 512, heads: int = 8, seq: int = 128, seed: int = 13
+) -> onnx.ModelProto:
     """BERT-style post-LN encoder on float embeddings (batch, seq, hidden)."""
     calib = np.random.default_rng(seed + 1).standard_normal((2, seq, hidden))
     g = GraphBuilder("transformer", seed, calib)
@@ -181,8 +190,9 @@ def build_digits_classifier(hidden: int = 64, seed: int = 0) -> tuple[onnx.Model
         warnings.simplefilter("ignore")
         clf.fit(x_train, y_train)
     g = GraphBuilder("digits_mlp", seed, x_train[:64])
-    h = g.linear(g.input, hidden, relu=True, normalise=False, weight=clf.coefs_[0],
-                 bias=clf.intercepts_[0])
+    h = g.linear(
+        g.input, hidden, relu=True, normalise=False, weight=clf.coefs_[0], bias=clf.intercepts_[0]
+    )
     out = g.linear(h, 10, normalise=False, weight=clf.coefs_[1], bias=clf.intercepts_[1])
     return g.model(out), {"sklearn_test_accuracy": float(clf.score(x_test, y_test))}
 
@@ -231,13 +241,17 @@ def get(name: str) -> ModelInfo:
     if name not in REGISTRY:
         raise ValueError(f"unknown model {name!r}; choose one of {', '.join(REGISTRY)}")
     spec = REGISTRY[name]
-    path = cache.cached(f"model-{name}", spec.params, BUILDER_VERSION,
-                        lambda p: _build_to(spec, p))
+    path = cache.cached(f"model-{name}", spec.params, BUILDER_VERSION, lambda p: _build_to(spec, p))
     meta = cache.read_meta(path)
     return ModelInfo(
-        name=name, path=path, input_name="input", input_shape=spec.input_shape(spec.params),
-        params=meta["params"], flops_per_item=meta["flops_per_item"],
+        name=name,
+        path=path,
+        input_name="input",
+        input_shape=spec.input_shape(spec.params),
+        params=meta["params"],
+        flops_per_item=meta["flops_per_item"],
         weight_bytes=meta["weight_bytes"],
-        meta={k: v for k, v in meta.items()
-              if k not in ("params", "flops_per_item", "weight_bytes")},
+        meta={
+            k: v for k, v in meta.items() if k not in ("params", "flops_per_item", "weight_bytes")
+        },
     )

@@ -27,7 +27,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def kernel_results(request):
-    """(kind, threads, n) -> rate, filled by the kernel benchmarks."""
+    """Rates measured in this run: (kind, threads, n) for kernels, ("infer", framework,
+    precision, threads) for inference, ("gate", ...) for accuracy results."""
     return request.config.stash[RESULTS]
 
 
@@ -36,10 +37,25 @@ def _ratio(r, num, den):
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    r = config.stash.get(RESULTS, {})
+    results = config.stash.get(RESULTS, {})
+    points = {k[1:]: v for k, v in results.items() if isinstance(k, tuple) and k[0] == "infer"}
+    if points:
+        from perfsuite.report import inference_table
+
+        model = results["infer_model"]
+        terminalreporter.section(
+            f"perfsuite inference ({model}, batch 1, latency mode, medians of this run)"
+        )
+        gates = {k[1:]: v for k, v in results.items() if isinstance(k, tuple) and k[0] == "gate"}
+        inference_table(terminalreporter.write_line, model, points, gates)
+    kernel_summary(
+        terminalreporter, {k: v for k, v in results.items() if isinstance(k, tuple) and len(k) == 3}
+    )
+
+
+def kernel_summary(tr, r: dict) -> None:
     if not r:
         return
-    tr = terminalreporter
     tr.section("perfsuite kernel ratios (medians of this run)")
     threads = sorted({t for (kind, t, _n) in r if kind == "gemm_f32"})
     sizes = sorted({n for (kind, _t, n) in r if kind == "gemm_f32"})

@@ -1,0 +1,41 @@
+"""Terminal report sections for benchmark runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+def inference_table(
+    write: Callable[[str], None], model_name: str, points: dict, gates: dict
+) -> None:
+    """The article's table: framework | precision | threads | img/s | INT8/FP32 | accuracy,
+    then the diagnosis of every INT8 variant that ran slower than its FP32 model.
+
+    points: (framework, precision, threads) -> items/s; gates: same key -> AccuracyResult.
+    """
+    from perfsuite import models, quantize
+    from perfsuite.diagnose import diagnose
+    from perfsuite.kernels import cpu_features
+
+    write(f"{'framework':<12} {'precision':<15} {'thr':>3} {'img/s':>8} {'INT8/FP32':>9}  accuracy")
+    slow = []
+    for (fw, prec, t), ips in sorted(points.items()):
+        fp32 = points.get((fw, "fp32", t))
+        ratio = f"{ips / fp32:.2f}x" if fp32 and prec != "fp32" else ""
+        gate = gates.get((fw, prec, t))
+        write(f"{fw:<12} {prec:<15} {t:>3} {ips:>8.2f} {ratio:>9}  {gate or ''}")
+        if fp32 and prec != "fp32" and ips < fp32:
+            slow.append((fw, prec, t))
+    flags = cpu_features()
+    for fw, prec, t in slow:
+        variant = quantize.prepare(models.get(model_name), prec, fw)
+        reasons = diagnose(
+            variant.path,
+            flags,
+            reduce_range=prec.endswith("_rr"),
+            preprocessed=prec.startswith("int8_static"),
+        )
+        write(
+            f"INT8 slower than FP32: {fw} {prec} t{t}: "
+            + ("; ".join(reasons) if reasons else "no known cause found in the model")
+        )
