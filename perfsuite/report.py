@@ -11,9 +11,9 @@ def inference_table(
     """The article's table: framework | precision | threads | img/s | INT8/FP32 | accuracy,
     then the diagnosis of every INT8 variant that ran slower than its FP32 model.
 
-    points: (framework, precision, threads) -> items/s; gates: same key -> AccuracyResult.
+    points: (framework, precision, threads) -> items/s; gates: same key -> AccuracyResult;
+    variants: (framework, precision) -> path of the model file that ran.
     """
-    from perfsuite import models, quantize
     from perfsuite.diagnose import diagnose
     from perfsuite.kernels import cpu_features
 

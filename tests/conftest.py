@@ -56,10 +56,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def isolated_cache(tmp_path_factory):
-    """Tests build models into a fresh cache (cold, like CI), never the user's."""
+def isolated_cache(request, tmp_path_factory):
+    """Tests build models into a fresh cache (cold, like CI), never the user's; benchmark
+    runs use the user's cache so a second run is warm."""
     import os
 
+    if request.config.getoption("benchmark_only", False):
+        yield
+        return
     old = os.environ.get("PERFSUITE_CACHE")
     os.environ["PERFSUITE_CACHE"] = str(tmp_path_factory.mktemp("perfsuite-cache"))
     yield

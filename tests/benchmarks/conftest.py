@@ -47,7 +47,9 @@ def pytest_terminal_summary(terminalreporter, config):
             f"perfsuite inference ({model}, batch 1, latency mode, medians of this run)"
         )
         gates = {k[1:]: v for k, v in results.items() if isinstance(k, tuple) and k[0] == "gate"}
-        inference_table(terminalreporter.write_line, model, points, gates)
+        variants = {k[1:]: v for k, v in results.items()
+                    if isinstance(k, tuple) and k[0] == "variant"}
+        inference_table(terminalreporter.write_line, points, gates, variants)
     kernel_summary(
         terminalreporter, {k: v for k, v in results.items() if isinstance(k, tuple) and len(k) == 3}
     )

@@ -63,6 +63,7 @@ def test_inference_latency(benchmark, kernel_results, model, framework, precisio
     ips = 1.0 / float(np.median(samples))
     kernel_results[("infer", framework, precision, threads)] = ips
     kernel_results["infer_model"] = model.name
+    kernel_results[("variant", framework, precision)] = variant.path
     benchmark.extra_info.update(
         {
             "model": model.name,
