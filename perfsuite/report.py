@@ -28,9 +28,8 @@ def inference_table(
             slow.append((fw, prec, t))
     flags = cpu_features()
     for fw, prec, t in slow:
-        variant = quantize.prepare(models.get(model_name), prec, fw)
         reasons = diagnose(
-            variant.path,
+            variants[(fw, prec)],
             flags,
             reduce_range=prec.endswith("_rr"),
             preprocessed=prec.startswith("int8_static"),
