@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 
 def inference_table(
-    write: Callable[[str], None], model_name: str, points: dict, gates: dict
+    write: Callable[[str], None], points: dict, gates: dict, variants: dict
 ) -> None:
     """The article's table: framework | precision | threads | img/s | INT8/FP32 | accuracy,
     then the diagnosis of every INT8 variant that ran slower than its FP32 model.
@@ -22,8 +22,8 @@ def inference_table(
     for (fw, prec, t), ips in sorted(points.items()):
         fp32 = points.get((fw, "fp32", t))
         ratio = f"{ips / fp32:.2f}x" if fp32 and prec != "fp32" else ""
-        gate = gates.get((fw, prec, t))
-        write(f"{fw:<12} {prec:<15} {t:>3} {ips:>8.2f} {ratio:>9}  {gate or ''}")
+        gate = str(gates[(fw, prec, t)]) if (fw, prec, t) in gates else ""
+        write(f"{fw:<12} {prec:<15} {t:>3} {ips:>8.2f} {ratio:>9}  {gate}")
         if fp32 and prec != "fp32" and ips < fp32:
             slow.append((fw, prec, t))
     flags = cpu_features()
@@ -34,7 +34,5 @@ def inference_table(
             reduce_range=prec.endswith("_rr"),
             preprocessed=prec.startswith("int8_static"),
         )
-        write(
-            f"INT8 slower than FP32: {fw} {prec} t{t}: "
-            + ("; ".join(reasons) if reasons else "no known cause found in the model")
-        )
+        found = "; ".join(reasons) if reasons else "no known cause found in the model"
+        write(f"INT8 slower than FP32: {fw} {prec} t{t}: {found}")
