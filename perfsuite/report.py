@@ -5,34 +5,73 @@ from __future__ import annotations
 from collections.abc import Callable
 
 
-def inference_table(
-    write: Callable[[str], None], points: dict, gates: dict, variants: dict
+def sweep_table(
+    write: Callable[[str], None],
+    records: list[dict],
+    formula_threads: Callable[[str], int] | None = None,
 ) -> None:
-    """The article's table: framework | precision | threads | img/s | INT8/FP32 | accuracy,
-    then the diagnosis of every INT8 variant that ran slower than its FP32 model.
-
-    points: (framework, precision, threads) -> items/s; gates: same key -> AccuracyResult;
-    variants: (framework, precision) -> path of the model file that ran.
-    """
-    from perfsuite.diagnose import diagnose
-    from perfsuite.kernels import cpu_features
-
-    write(f"{'framework':<12} {'precision':<15} {'thr':>3} {'img/s':>8} {'INT8/FP32':>9}  accuracy")
-    slow = []
-    for (fw, prec, t), ips in sorted(points.items()):
-        fp32 = points.get((fw, "fp32", t))
-        ratio = f"{ips / fp32:.2f}x" if fp32 and prec != "fp32" else ""
-        gate = str(gates[(fw, prec, t)]) if (fw, prec, t) in gates else ""
-        write(f"{fw:<12} {prec:<15} {t:>3} {ips:>8.2f} {ratio:>9}  {gate}")
-        if fp32 and prec != "fp32" and ips < fp32:
-            slow.append((fw, prec, t))
-    flags = cpu_features()
-    for fw, prec, t in slow:
-        reasons = diagnose(
-            variants[(fw, prec)],
-            flags,
-            reduce_range=prec.endswith("_rr"),
-            preprocessed=prec.startswith("int8_static"),
+    """framework | precision | threads | node | throughput | p50/p99 | spread, then INT8/FP32
+    ratios per framework and the article's thread formula against the measured best."""
+    ok = [r for r in records if r["status"] == "ok"]
+    write(
+        f"{'model':<12} {'framework':<12} {'precision':<15} {'thr':>3} {'node':>7} "
+        f"{'items/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CV':>6}  accuracy"
+    )
+    for r in sorted(records, key=lambda r: r["id"]):
+        p = r["point"]
+        node = "-" if p["numa_node"] is None else str(p["numa_node"])
+        head = (f"{p['model']:<12} {p['framework']:<12} {p['precision']:<15} "
+                f"{p['threads']:>3} {node:>7}")
+        if r["status"] != "ok":
+            write(f"{head} ERROR: {r['error']}")
+            continue
+        s = r["stats"]
+        p99 = f"{s['latency_p99_ms']:>8.2f}" + ("" if s["p99_reliable"] else "*")
+        acc = r.get("accuracy")
+        acc_txt = (
+            f"{acc['metric']}={acc['value']:.2f} {'ok' if acc['passed'] else 'FAIL'}" if acc else ""
         )
-        found = "; ".join(reasons) if reasons else "no known cause found in the model"
-        write(f"INT8 slower than FP32: {fw} {prec} t{t}: {found}")
+        write(
+            f"{head} {s['throughput_ips']:>9.2f} {s['latency_p50_ms']:>8.2f} {p99} "
+            f"{s['cv'] * 100:>5.1f}%  {acc_txt}"
+        )
+    if any(not r["stats"]["p99_reliable"] for r in ok):
+        write("* p99 rests on fewer than 100 samples: read it as 'about the max'")
+    by_key = {
+        (
+            r["point"]["model"],
+            r["point"]["framework"],
+            r["point"]["precision"],
+            r["point"]["threads"],
+            r["point"]["numa_node"],
+            r["point"]["batch"],
+            r["point"]["mode"],
+        ): r["stats"]["throughput_ips"]
+        for r in ok
+    }
+    ratios = []
+    for (m, fw, prec, t, n, b, mode), ips in sorted(by_key.items(), key=str):
+        fp32 = by_key.get((m, fw, "fp32", t, n, b, mode))
+        if prec != "fp32" and fp32:
+            where = "unbound" if n is None else f"node{n}"
+            extra = "" if (b, mode) == (1, "latency") else f" b{b} {mode}"
+            ratios.append(f"{m} {fw} {prec} t{t} {where}{extra}: {ips / fp32:.2f}x")
+    if ratios:
+        write("INT8/FP32 throughput: " + "; ".join(ratios))
+    if formula_threads:
+        groups: dict = {}
+        for (m, fw, prec, t, n, b, mode), ips in by_key.items():
+            groups.setdefault((m, fw, prec, n, b, mode), {})[t] = ips
+        for (m, fw, prec, n, b, mode), per_t in sorted(groups.items(), key=str):
+            if len(per_t) < 2:
+                continue
+            best = max(per_t, key=per_t.get)
+            pick = formula_threads(m)
+            if pick in per_t:
+                lost = f"{(1 - per_t[pick] / per_t[best]) * 100:.1f}% of the best throughput lost"
+            else:
+                lost = "its pick was not measured in this sweep"
+            write(
+                f"thread formula vs measured, {m} {fw} {prec}: formula picks {pick}, "
+                f"best measured {best} ({per_t[best]:.2f} items/s); {lost}"
+            )

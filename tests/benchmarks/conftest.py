@@ -1,11 +1,13 @@
-"""Benchmarks run under ``pytest --benchmark-only``; plain ``pytest`` deselects them (it
-reports them as deselected) so the test run stays quick. At the end of a benchmark run the
-kernel ratios (ours vs numpy, vs the article's seed kernel, threads, INT8 vs FP32) are printed
-from the medians measured in this run."""
+"""Kernel benchmarks run when the active perfsuite profile asks for kernels (default,
+nightly, qualification); otherwise they are deselected (reported as deselected), so plain
+`pytest` (smoke profile) stays quick. At the end of a run that measured kernels, their ratios
+(ours vs numpy, vs the seed kernel, threads, INT8 vs FP32) are printed from this run's medians."""
 
 from __future__ import annotations
 
 import pytest
+
+from perfsuite.plugin import SESSION
 
 RESULTS = pytest.StashKey[dict]()
 
@@ -15,20 +17,17 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("benchmark_only", False):
+    if config.stash[SESSION].profile.kernels:
         return
-    here = str(config.rootpath / "tests" / "benchmarks")
-    keep = [i for i in items if not str(i.path).startswith(here)]
-    dropped = [i for i in items if str(i.path).startswith(here)]
+    dropped = [i for i in items if i.path.name == "test_kernels_bench.py"]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
+        items[:] = [i for i in items if i.path.name != "test_kernels_bench.py"]
 
 
 @pytest.fixture(scope="session")
 def kernel_results(request):
-    """Rates measured in this run: (kind, threads, n) for kernels, ("infer", framework,
-    precision, threads) for inference, ("gate", ...) for accuracy results."""
+    """(kind, threads, n) -> rate, filled by the kernel benchmarks."""
     return request.config.stash[RESULTS]
 
 
@@ -37,27 +36,10 @@ def _ratio(r, num, den):
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    results = config.stash.get(RESULTS, {})
-    points = {k[1:]: v for k, v in results.items() if isinstance(k, tuple) and k[0] == "infer"}
-    if points:
-        from perfsuite.report import inference_table
-
-        model = results["infer_model"]
-        terminalreporter.section(
-            f"perfsuite inference ({model}, batch 1, latency mode, medians of this run)"
-        )
-        gates = {k[1:]: v for k, v in results.items() if isinstance(k, tuple) and k[0] == "gate"}
-        variants = {k[1:]: v for k, v in results.items()
-                    if isinstance(k, tuple) and k[0] == "variant"}
-        inference_table(terminalreporter.write_line, points, gates, variants)
-    kernel_summary(
-        terminalreporter, {k: v for k, v in results.items() if isinstance(k, tuple) and len(k) == 3}
-    )
-
-
-def kernel_summary(tr, r: dict) -> None:
+    r = config.stash.get(RESULTS, {})
     if not r:
         return
+    tr = terminalreporter
     tr.section("perfsuite kernel ratios (medians of this run)")
     threads = sorted({t for (kind, t, _n) in r if kind == "gemm_f32"})
     sizes = sorted({n for (kind, _t, n) in r if kind == "gemm_f32"})

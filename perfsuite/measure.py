@@ -1,0 +1,91 @@
+"""The measurement protocol: warm up until stable, then a window with a minimum duration and
+a minimum sample count; raw samples are kept and every statistic derives from them.
+
+Latency mode (like MLPerf SingleStream): one call at a time, per-call latency.
+Throughput mode (like MLPerf Offline): the framework's own parallelism (batches, OpenVINO
+streams and in-flight requests); items/s over the window plus request latencies.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+P99_MIN_SAMPLES = 100  # below this, p99 is the max of a handful of calls: flagged
+
+
+@dataclass(frozen=True)
+class Protocol:
+    min_time: float = 2.0
+    min_samples: int = 15
+    warmup_time: float = 0.5
+    warmup_calls: int = 3
+    max_warmup_time: float = 30.0
+    stable_within: float = 0.05  # warm-up ends when the median of the last 5 calls is within
+    max_time: float = 120.0  # this fraction of the 5 before (or max_warmup_time passes)
+
+
+def warm_up(call: Callable[[], object], p: Protocol) -> dict:
+    times: list[float] = []
+    t0 = time.perf_counter()
+    while True:
+        s = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - s)
+        elapsed = time.perf_counter() - t0
+        if len(times) < p.warmup_calls or elapsed < p.warmup_time:
+            continue
+        if len(times) >= 10:
+            last, prev = np.median(times[-5:]), np.median(times[-10:-5])
+            if abs(last - prev) <= p.stable_within * prev:
+                return {"calls": len(times), "seconds": elapsed, "stable": True}
+        elif elapsed >= p.warmup_time and len(times) >= p.warmup_calls and times[-1] > 0.2:
+            # slow calls: ten of them would take long; accept after the minimums
+            return {"calls": len(times), "seconds": elapsed, "stable": True}
+        if elapsed >= p.max_warmup_time:
+            return {"calls": len(times), "seconds": elapsed, "stable": False}
+
+
+def measure_latency(call: Callable[[], object], p: Protocol) -> tuple[list[float], dict]:
+    warm = warm_up(call, p)
+    samples: list[float] = []
+    t0 = time.perf_counter()
+    while True:
+        s = time.perf_counter()
+        call()
+        e = time.perf_counter()
+        samples.append(e - s)
+        if (e - t0 >= p.min_time and len(samples) >= p.min_samples) or e - t0 >= p.max_time:
+            return samples, {"warmup": warm, "window_s": e - t0}
+
+
+def summarize(samples, items_per_call: int = 1, window_s: float | None = None) -> dict:
+    """Statistics of per-call (or per-request) latencies in seconds."""
+    a = np.asarray(samples, dtype=np.float64)
+    if a.size == 0:
+        raise ValueError("no samples")
+    p50, p90, p99 = np.percentile(a, [50, 90, 99])
+    q1, q3 = np.percentile(a, [25, 75])
+    mean = float(a.mean())
+    stdev = float(a.std(ddof=1)) if a.size > 1 else 0.0
+    out = {
+        "n": int(a.size),
+        "latency_p50_ms": p50 * 1e3,
+        "latency_p90_ms": p90 * 1e3,
+        "latency_p99_ms": p99 * 1e3,
+        "latency_mean_ms": mean * 1e3,
+        "latency_stdev_ms": stdev * 1e3,
+        "latency_min_ms": float(a.min()) * 1e3,
+        "latency_max_ms": float(a.max()) * 1e3,
+        "cv": stdev / mean if mean > 0 else 0.0,
+        "iqr_ms": (q3 - q1) * 1e3,
+        "p99_reliable": bool(a.size >= P99_MIN_SAMPLES),
+    }
+    if window_s:  # throughput mode: items over the window
+        out["throughput_ips"] = a.size * items_per_call / window_s
+    else:
+        out["throughput_ips"] = items_per_call / p50
+    return out

@@ -1,0 +1,271 @@
+"""Which benchmark points to run: profile + command-line overrides + what this host supports.
+
+Points the host cannot run (a NUMA node it does not have, bf16 without the ISA, a missing
+framework, a precision a framework has no path for) stay in the plan with a skip reason, so
+they show up as skips instead of vanishing.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import math
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import tomllib
+
+from perfsuite.topology import Topology
+
+LIST_KEYS = ("models", "frameworks", "precisions", "threads", "numa_nodes", "batch", "mode")
+SCALAR_KEYS = {
+    "min_time": float,
+    "min_samples": int,
+    "warmup_time": float,
+    "warmup_calls": int,
+    "timeout": float,
+    "kernels": bool,
+}
+MODES = ("latency", "throughput")
+
+
+class PlanError(ValueError):
+    """Bad profile or option: the message names the problem and the valid choices."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    models: tuple[str, ...]
+    frameworks: tuple[str, ...]
+    precisions: tuple[str, ...]
+    threads: tuple[str, ...]
+    numa_nodes: tuple[str, ...]
+    batch: tuple[int, ...]
+    mode: tuple[str, ...]
+    min_time: float
+    min_samples: int
+    warmup_time: float
+    warmup_calls: int
+    timeout: float
+    kernels: bool
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Point:
+    model: str
+    framework: str
+    precision: str
+    threads: int
+    numa_node: int | None  # None: no binding
+    batch: int
+    mode: str
+    threads_spec: str = ""  # how the count was asked for ("1", "cores", "auto", ...)
+    skip: str | None = None
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def id(self) -> str:
+        node = "unbound" if self.numa_node is None else f"node{self.numa_node}"
+        mode = "" if self.mode == "latency" else f"-{self.mode}"
+        return (
+            f"{self.model}-{self.framework}-{self.precision}-t{self.threads}-{node}"
+            f"-b{self.batch}{mode}"
+        )
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["id"] = self.id
+        return d
+
+
+def _choices(what: str, values, valid) -> None:
+    bad = [v for v in values if v not in valid]
+    if bad:
+        raise PlanError(f"unknown {what} {', '.join(map(repr, bad))}; valid: {', '.join(valid)}")
+
+
+def builtin_profiles() -> dict:
+    text = importlib.resources.files("perfsuite").joinpath("profiles.toml").read_text()
+    return tomllib.loads(text)
+
+
+def load_profiles(pyproject: Path | None = None, user_file: Path | None = None) -> dict:
+    """Built-in profiles, overridden key by key by [tool.perfsuite.profiles] in pyproject.toml
+    and then by a user's file."""
+    profiles = {k: dict(v) for k, v in builtin_profiles().items()}
+    layers = []
+    if pyproject is not None and pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise PlanError(f"{pyproject}: invalid TOML: {exc}") from exc
+        layers.append((pyproject, data.get("tool", {}).get("perfsuite", {}).get("profiles", {})))
+    if user_file is not None:
+        try:
+            layers.append((user_file, tomllib.loads(Path(user_file).read_text())))
+        except OSError as exc:
+            raise PlanError(f"cannot read profile file {user_file}: {exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise PlanError(f"{user_file}: invalid TOML: {exc}") from exc
+    for source, layer in layers:
+        for name, values in layer.items():
+            if not isinstance(values, dict):
+                raise PlanError(f"{source}: profile {name!r} must be a table")
+            base = profiles.setdefault(name, dict(profiles.get("default", {})))
+            base.update(values)
+    return profiles
+
+
+def make_profile(name: str, raw: dict) -> Profile:
+    from perfsuite.backends import BACKENDS
+    from perfsuite.models import names as model_names
+    from perfsuite.quantize import PRECISIONS
+
+    unknown = set(raw) - set(LIST_KEYS) - set(SCALAR_KEYS)
+    if unknown:
+        raise PlanError(
+            f"profile {name!r}: unknown key(s) {sorted(unknown)}; valid: "
+            f"{', '.join(LIST_KEYS + tuple(SCALAR_KEYS))}"
+        )
+    missing = [k for k in LIST_KEYS + tuple(SCALAR_KEYS) if k not in raw]
+    if missing:
+        raise PlanError(f"profile {name!r}: missing key(s) {missing}")
+    lists = {}
+    for key in LIST_KEYS:
+        value = raw[key]
+        value = [value] if isinstance(value, (str, int)) else list(value)
+        if not value:
+            raise PlanError(f"profile {name!r}: {key} is empty")
+        lists[key] = [str(v) for v in value]
+    _choices("model", lists["models"], model_names())
+    _choices("framework", lists["frameworks"], list(BACKENDS))
+    _choices("precision", lists["precisions"], PRECISIONS)
+    _choices("mode", lists["mode"], MODES)
+    for t in lists["threads"]:
+        if t not in ("auto", "all", "cores") and not (t.isdigit() and int(t) >= 1):
+            raise PlanError(f"threads {t!r}: use positive integers, 'auto', 'all' or 'cores'")
+    for n in lists["numa_nodes"]:
+        if n not in ("none", "all") and not n.isdigit():
+            raise PlanError(f"NUMA node {n!r}: use node numbers, 'all' or 'none'")
+    for b in lists["batch"]:
+        if not (b.isdigit() and int(b) >= 1):
+            raise PlanError(f"batch {b!r}: use positive integers")
+    scalars = {}
+    for key, typ in SCALAR_KEYS.items():
+        try:
+            scalars[key] = typ(raw[key])
+        except (TypeError, ValueError) as exc:
+            raise PlanError(f"profile {name!r}: {key} must be {typ.__name__}") from exc
+    if scalars["min_time"] <= 0 or scalars["min_samples"] < 1 or scalars["timeout"] <= 0:
+        raise PlanError(f"profile {name!r}: min_time, min_samples and timeout must be positive")
+    return Profile(
+        name=name,
+        models=tuple(lists["models"]),
+        frameworks=tuple(lists["frameworks"]),
+        precisions=tuple(lists["precisions"]),
+        threads=tuple(lists["threads"]),
+        numa_nodes=tuple(lists["numa_nodes"]),
+        batch=tuple(int(b) for b in lists["batch"]),
+        mode=tuple(lists["mode"]),
+        **scalars,
+    )
+
+
+def select_profile(profiles: dict, name: str, overrides: dict) -> Profile:
+    if name not in profiles:
+        raise PlanError(f"unknown profile {name!r}; valid: {', '.join(profiles)}")
+    raw = dict(profiles[name])
+    raw.update({k: v for k, v in overrides.items() if v is not None})
+    return make_profile(name, raw)
+
+
+def article_threads(physical_cores: int, model_mb: float, l3_mb: float) -> int:
+    """The article's heuristic: min(physical cores x 2, model MB / (L3 MB / 2)), >= 1."""
+    return max(1, min(physical_cores * 2, math.floor(model_mb / (l3_mb / 2))))
+
+
+def _thread_counts(spec: str, cores: int) -> list[int]:
+    if spec == "cores":
+        return [cores]
+    if spec == "all":
+        return list(range(1, cores + 1))
+    return [int(spec)]
+
+
+def expand(
+    profile: Profile,
+    topo: Topology,
+    *,
+    model_mb=None,
+    bf16: bool = False,
+    installed: dict | None = None,
+) -> list[Point]:
+    """All points of the profile on this host, each with a skip reason when it cannot run.
+    model_mb(name) gives a model's weight size for threads='auto' (the article's formula)."""
+    from perfsuite.quantize import SUPPORTED
+
+    installed = installed or {}
+    nodes = {n.node: n for n in topo.numa_nodes or ()}
+    node_list: list[int | None] = []
+    for spec in profile.numa_nodes:
+        if spec == "none":
+            node_list.append(None)
+        elif spec == "all":
+            node_list.extend(sorted(nodes) or [None])
+        else:
+            node_list.append(int(spec))
+    physical = topo.physical_cores or len(topo.online or ()) or 1
+    tpc = topo.threads_per_core or 1
+    l3_mb = (topo.caches["L3"].size_bytes / 2**20) if "L3" in topo.caches else 32.0
+    points: list[Point] = []
+    seen = set()
+    for model in profile.models:
+        for fw in profile.frameworks:
+            for prec in profile.precisions:
+                for node in dict.fromkeys(node_list):
+                    node_skip = None
+                    cores = physical
+                    if node is not None:
+                        if node not in nodes:
+                            node_skip = (
+                                f"NUMA node {node} does not exist on this host "
+                                f"({len(nodes)} node(s))"
+                            )
+                        elif not nodes[node].cpus:
+                            node_skip = f"NUMA node {node} has no online CPUs"
+                        else:
+                            cores = max(1, len(nodes[node].cpus) // tpc)
+                    for tspec in profile.threads:
+                        if tspec == "auto":
+                            mb = model_mb(model) if model_mb else None
+                            counts = [article_threads(physical, mb, l3_mb)] if mb else [1]
+                        else:
+                            counts = _thread_counts(tspec, cores)
+                        for threads in counts:
+                            for batch in profile.batch:
+                                for mode in profile.mode:
+                                    skip = node_skip or _skip(fw, prec, installed, bf16, SUPPORTED)
+                                    p = Point(
+                                        model, fw, prec, threads, node, batch, mode, tspec, skip
+                                    )
+                                    if p.id not in seen:
+                                        seen.add(p.id)
+                                        points.append(p)
+    return points
+
+
+def _skip(fw, prec, installed, bf16, supported) -> str | None:
+    if installed.get(fw) is False:
+        return f"{fw} is not installed"
+    if prec not in supported[fw]:
+        return f"{prec} has no {fw} path"
+    if prec == "bf16" and not bf16:
+        return "bf16 needs avx512_bf16 or AMX; this CPU has neither"
+    return None
+
+
+def with_threads(point: Point, threads: int) -> Point:
+    return replace(point, threads=threads)

@@ -1,0 +1,253 @@
+"""perfsuite's pytest plugin (registered through the ``pytest11`` entry point): options,
+hooks and fixtures only. Run-wide state lives in ``perfsuite.session.PerfSession``.
+
+A test that takes the ``perf_point`` fixture is parametrized over the sweep's points; the
+``perf_run`` fixture measures a point, feeds its raw samples to pytest-benchmark (so
+``--benchmark-json``, ``--benchmark-only``/``-skip``/``-disable`` keep working) and puts
+perfsuite's metrics in ``extra_info``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+SESSION = pytest.StashKey["object"]()
+
+
+def _csv(valid_hint: str):
+    def parse(text: str) -> list[str]:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {valid_hint}")
+        return items
+
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+    return value
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("perfsuite", "perfsuite inference sweep")
+    g.addoption(
+        "--perf-profile",
+        default=None,
+        help="sweep profile (default: smoke; default under --benchmark-only)",
+    )
+    g.addoption(
+        "--perf-config",
+        default=None,
+        type=Path,
+        help="TOML file overriding/adding profiles (default: none)",
+    )
+    g.addoption(
+        "--perf-models",
+        type=_csv("model names"),
+        default=None,
+        help="models, comma-separated (default: the profile's)",
+    )
+    g.addoption(
+        "--perf-frameworks",
+        type=_csv("frameworks"),
+        default=None,
+        help="onnxruntime,openvino (default: the profile's)",
+    )
+    g.addoption(
+        "--perf-precisions",
+        type=_csv("precisions"),
+        default=None,
+        help="fp32,int8_dynamic,int8_static,int8_static_rr,int8_nncf,bf16 (default: the profile's)",
+    )
+    g.addoption(
+        "--perf-threads",
+        type=_csv("thread counts"),
+        default=None,
+        help="numbers, 'auto' (the article's formula), 'all' (1..cores), 'cores' "
+        "(default: the profile's)",
+    )
+    g.addoption(
+        "--perf-numa-nodes",
+        type=_csv("nodes"),
+        default=None,
+        help="node numbers, 'all', or 'none' for no binding (default: the profile's)",
+    )
+    g.addoption(
+        "--perf-batch",
+        type=_csv("batch sizes"),
+        default=None,
+        help="batch sizes (default: the profile's)",
+    )
+    g.addoption(
+        "--perf-mode",
+        choices=("latency", "throughput"),
+        default=None,
+        help="latency (one request at a time) or throughput (default: the profile's)",
+    )
+    g.addoption(
+        "--perf-min-time",
+        type=_positive_float,
+        default=None,
+        help="seconds of measurement per point (default: the profile's)",
+    )
+    g.addoption(
+        "--perf-out",
+        default="perf-results",
+        type=Path,
+        help="directory for result records (default: perf-results)",
+    )
+    g.addoption(
+        "--perf-plan",
+        action="store_true",
+        default=False,
+        help="print the sweep plan (points and skip reasons) and exit",
+    )
+
+
+def _overrides(config) -> dict:
+    o = config.getoption
+    mode = o("perf_mode")
+    return {
+        "models": o("perf_models"),
+        "frameworks": o("perf_frameworks"),
+        "precisions": o("perf_precisions"),
+        "threads": o("perf_threads"),
+        "numa_nodes": o("perf_numa_nodes"),
+        "batch": o("perf_batch"),
+        "mode": [mode] if mode else None,
+        "min_time": o("perf_min_time"),
+    }
+
+
+def pytest_configure(config):
+    from perfsuite.plan import PlanError, load_profiles, select_profile
+
+    name = config.getoption("perf_profile") or (
+        "default" if config.getoption("benchmark_only", False) else "smoke"
+    )
+    try:
+        profiles = load_profiles(
+            config.rootpath / "pyproject.toml", config.getoption("perf_config")
+        )
+        profile = select_profile(profiles, name, _overrides(config))
+    except PlanError as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None
+    config.stash[SESSION] = _LazySession(profile, config.getoption("perf_out"))
+
+
+class _LazySession:
+    """Reads the topology and fingerprint only when a sweep test is collected."""
+
+    def __init__(self, profile, out_dir):
+        self.profile = profile
+        self.out_dir = out_dir
+        self._session = None
+
+    def get(self):
+        if self._session is None:
+            from perfsuite.fingerprint import fingerprint
+            from perfsuite.session import PerfSession
+            from perfsuite.topology import read_topology
+
+            self._session = PerfSession(
+                self.profile, self.out_dir, read_topology("/"), fingerprint("/")
+            )
+        return self._session
+
+    @property
+    def started(self) -> bool:
+        return self._session is not None
+
+
+def pytest_generate_tests(metafunc):
+    if "perf_point" not in metafunc.fixturenames:
+        return
+    session = metafunc.config.stash[SESSION].get()
+    params = [
+        pytest.param(p, id=p.id, marks=[pytest.mark.skip(reason=p.skip)] if p.skip else [])
+        for p in session.points()
+    ]
+    metafunc.parametrize("perf_point", params)
+
+
+def pytest_collection_finish(session):
+    config = session.config
+    if not config.getoption("perf_plan"):
+        return
+    lazy = config.stash[SESSION]
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    points = lazy.get().points()
+    tr.section(f"perfsuite plan: profile {lazy.profile.name}, {len(points)} point(s)")
+    for p in points:
+        tr.write_line(f"{p.id:<60} {'SKIP: ' + p.skip if p.skip else 'run'}")
+    pytest.exit("plan printed (--perf-plan)", returncode=0)
+
+
+@pytest.fixture(scope="session")
+def perf_session(pytestconfig):
+    return pytestconfig.stash[SESSION].get()
+
+
+@pytest.fixture
+def perf_run(perf_session, benchmark):
+    """perf_run(point) -> result record; fails the test on a worker error or failing gate."""
+
+    def run(point):
+        record = perf_session.run(point)
+        if record["status"] != "ok":
+            pytest.fail(f"{point.id}: {record['error']}", pytrace=False)
+        stats = record["stats"]
+        benchmark.extra_info.update(
+            {
+                "perfsuite_id": point.id,
+                **point.as_dict(),
+                **stats,
+                "settings": record["settings"],
+                "binding": record["binding"],
+                "accuracy": record["accuracy"],
+                "hardware_class": record["hardware_class"],
+            }
+        )
+        if not benchmark.disabled:
+            # The samples were timed by perfsuite's protocol (possibly in a bound worker);
+            # hand them to pytest-benchmark as rounds of one call each.
+            benchmark._mode = "perfsuite"
+            bench_stats = benchmark._make_stats(1)
+            for s in record["samples_s"]:
+                bench_stats.update(s)
+        acc = record["accuracy"]
+        if acc and not acc["passed"]:
+            pytest.fail(
+                f"{point.id}: accuracy gate failed: {acc['metric']} = "
+                f"{acc['value']:.2f} (threshold {acc['threshold']})",
+                pytrace=False,
+            )
+        return record
+
+    return run
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    lazy = config.stash.get(SESSION, None)
+    if lazy is None or not lazy.started or not lazy.get().records:
+        return
+    from perfsuite.report import sweep_table
+
+    session = lazy.get()
+    tr = terminalreporter
+    tr.section(
+        f"perfsuite sweep: profile {session.profile.name} on "
+        f"{session.fingerprint['hardware_class']}"
+    )
+    sweep_table(tr.write_line, session.records, session.formula_threads)
+    summary = session.write_summary()
+    tr.write_line(f"results: {session.run_dir}/points/*.json, summary {summary}")

@@ -1,0 +1,93 @@
+"""One benchmark point, start to finish: place -> prepare -> measure. ``run_point`` is
+module-level and returns plain data, so it runs the same in-process or in a worker process
+(``perfsuite.isolation``) that is bound to a NUMA node before any framework allocates.
+
+``threads`` means the same everywhere: ONNX Runtime intra-op threads, OpenVINO
+INFERENCE_NUM_THREADS, and the BLAS pool (threadpoolctl) of the process.
+"""
+
+from __future__ import annotations
+
+import time
+
+from perfsuite.measure import Protocol, measure_latency, summarize
+
+
+def place(numa_node: int | None) -> tuple[dict, tuple[int, ...] | None]:
+    """Bind to the node's CPUs and memory (verified), or record the unbound state."""
+    from perfsuite import numa
+    from perfsuite.topology import read_topology
+
+    if numa_node is None:
+        return numa.current_binding("none").as_dict(), None
+    cpus = numa.node_cpus(read_topology("/"), numa_node)
+    return numa.bind(cpus, [numa_node]).as_dict(), tuple(cpus)
+
+
+FAULT_ENV = "PERFSUITE_FAULT"  # fault injection for testing isolation: crash | hang | raise
+
+
+def _inject_fault() -> None:
+    import os
+    import signal
+
+    fault = os.environ.get(FAULT_ENV, "")
+    if fault == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif fault == "hang":
+        time.sleep(3600)
+    elif fault == "raise":
+        raise RuntimeError("injected failure")
+
+
+def run_point(point: dict, protocol: dict) -> dict:
+    from threadpoolctl import threadpool_limits
+
+    from perfsuite import models, quantize
+    from perfsuite.backends import RunConfig, get_backend
+
+    t_setup = time.perf_counter()
+    binding, cpus = place(point["numa_node"])
+    _inject_fault()
+    with threadpool_limits(point["threads"]):
+        model = models.get(point["model"])
+        variant = quantize.prepare(model, point["precision"], point["framework"])
+        cfg = RunConfig(
+            threads=point["threads"],
+            batch=point["batch"],
+            mode=point["mode"],
+            cpus=cpus,
+            options=dict(variant.framework_options),
+        )
+        p = Protocol(**protocol)
+        with get_backend(point["framework"]).prepare(variant.path, cfg) as session:
+            inputs = model.inputs(point["batch"])
+            setup_s = time.perf_counter() - t_setup
+            if point["mode"] == "latency":
+                samples, info = measure_latency(session.callable(inputs), p)
+                stats = summarize(samples, items_per_call=point["batch"])
+            else:
+                session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded
+                run = session.run_throughput(inputs, seconds=p.min_time)
+                samples = run.latencies_s
+                info = {"window_s": run.seconds, "items": run.items}
+                stats = summarize(samples, items_per_call=point["batch"], window_s=run.seconds)
+            settings = dict(session.settings)
+    variant_bytes = sum(
+        f.stat().st_size for f in [variant.path, variant.path.with_suffix(".bin")] if f.exists()
+    )
+    return {
+        "samples_s": samples,
+        "stats": stats,
+        "protocol": info,
+        "settings": settings,
+        "binding": binding,
+        "setup_s": setup_s,
+        "model": {
+            "params": model.params,
+            "flops_per_item": model.flops_per_item,
+            "weight_bytes": model.weight_bytes,
+            "variant_file": variant.path.name,
+            "variant_mb": variant_bytes / 2**20,
+        },
+    }

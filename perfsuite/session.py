@@ -1,0 +1,150 @@
+"""Run-wide state of a sweep: the profile and plan (at configure), the accuracy gates (once
+per model/framework/precision), the result records (one JSON per point), and the end-of-run
+report. The pytest plugin (``perfsuite.plugin``) only wires this into hooks and fixtures.
+
+Result record, schema ``perfsuite.result/1`` (one file per point under ``<out>/points/``):
+``schema``, ``id``, ``point`` (model, framework, precision, threads, numa_node, batch, mode,
+threads_spec), ``status`` (ok | error), ``error``, ``stats`` (n, latency_p50/p90/p99/mean/
+stdev/min/max_ms, cv, iqr_ms, p99_reliable, throughput_ips), ``samples_s`` (raw),
+``protocol``, ``settings`` (effective framework settings), ``binding`` (CPUs/memory in
+force), ``accuracy``, ``model``, ``hardware_class``, ``software``, ``timestamp``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from pathlib import Path
+
+from perfsuite.cache import atomic_write_text
+from perfsuite.plan import Point, Profile, article_threads, expand
+
+RESULT_SCHEMA = "perfsuite.result/1"
+
+
+class PerfSession:
+    def __init__(self, profile: Profile, out_dir: Path, topo, fingerprint: dict):
+        self.profile = profile
+        self.topo = topo
+        self.fingerprint = fingerprint
+        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.run_dir = Path(out_dir) / f"{stamp}-{profile.name}"
+        self.records: list[dict] = []
+        self.gates: dict = {}
+        self._points: list[Point] | None = None
+
+    # -- plan --------------------------------------------------------------------------------
+
+    def points(self) -> list[Point]:
+        if self._points is None:
+            from perfsuite.backends import BACKENDS
+            from perfsuite.kernels import cpu_features
+
+            installed = {n: b.version() is not None for n, b in BACKENDS.items()}
+            self._points = expand(
+                self.profile,
+                self.topo,
+                model_mb=self._model_mb,
+                bf16=bool(cpu_features().get("avx512_bf16")),
+                installed=installed,
+            )
+        return self._points
+
+    @staticmethod
+    def _model_mb(name: str) -> float:
+        from perfsuite import models
+
+        return models.get(name).weight_bytes / 2**20
+
+    def formula_threads(self, model: str) -> int:
+        l3 = self.topo.caches["L3"].size_bytes / 2**20 if "L3" in self.topo.caches else 32.0
+        return article_threads(self.topo.physical_cores or 1, self._model_mb(model), l3)
+
+    # -- running -----------------------------------------------------------------------------
+
+    def protocol(self) -> dict:
+        p = self.profile
+        return {
+            "min_time": p.min_time,
+            "min_samples": p.min_samples,
+            "warmup_time": p.warmup_time,
+            "warmup_calls": p.warmup_calls,
+        }
+
+    def gate(self, point: Point):
+        """Accuracy of an INT8/bf16 variant vs FP32, computed once per (model, fw, prec)."""
+        if point.precision == "fp32":
+            return None
+        key = (point.model, point.framework, point.precision)
+        if key not in self.gates:
+            from perfsuite import accuracy, models, quantize
+
+            model = models.get(point.model)
+            variant = quantize.prepare(model, point.precision, point.framework)
+            self.gates[key] = accuracy.evaluate(model, variant, point.framework)
+        return self.gates[key]
+
+    def run(self, point: Point) -> dict:
+        """Measure one point (in a bound worker when it asks for a NUMA node)."""
+        from perfsuite.isolation import WorkerError, run_isolated
+        from perfsuite.runner import run_point
+
+        record = {
+            "schema": RESULT_SCHEMA,
+            "id": point.id,
+            "point": point.as_dict(),
+            "hardware_class": self.fingerprint["hardware_class"],
+            "software": {
+                k: v
+                for k, v in self.fingerprint["fields"].items()
+                if k.startswith("software.") or k == "kernels.isa"
+            },
+            "timestamp": time.time(),
+            "status": "ok",
+            "error": None,
+        }
+        gate = self.gate(point)
+        record["accuracy"] = gate.as_dict() if gate else None
+        try:
+            if point.numa_node is None:
+                result = run_point(point.as_dict(), self.protocol())
+                record["isolation"] = "in-process"
+            else:
+                res = run_isolated(
+                    run_point, point.as_dict(), self.protocol(), timeout=self.profile.timeout
+                )
+                result = res.value
+                record["isolation"] = (
+                    "worker (teardown hung, killed)" if res.teardown_hung else "worker"
+                )
+            record.update(result)
+        except WorkerError as exc:
+            record.update(
+                status="error",
+                error=str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__,
+                error_detail=str(exc),
+            )
+        self._write(record)
+        self.records.append(record)
+        return record
+
+    def _write(self, record: dict) -> None:
+        path = self.run_dir / "points" / f"{record['id']}.json"
+        atomic_write_text(path, json.dumps(record, indent=1, default=str))
+
+    def write_summary(self) -> Path | None:
+        if not self.records:
+            return None
+        summary = {
+            "schema": "perfsuite.run/1",
+            "profile": self.profile.as_dict(),
+            "fingerprint": self.fingerprint,
+            "points": [
+                {k: r.get(k) for k in ("id", "status", "error", "stats", "accuracy")}
+                for r in self.records
+            ],
+        }
+        path = self.run_dir / "summary.json"
+        atomic_write_text(path, json.dumps(summary, indent=1, default=str))
+        return path
