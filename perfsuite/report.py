@@ -20,8 +20,10 @@ def sweep_table(
     for r in sorted(records, key=lambda r: r["id"]):
         p = r["point"]
         node = "-" if p["numa_node"] is None else str(p["numa_node"])
-        head = (f"{p['model']:<12} {p['framework']:<12} {p['precision']:<15} "
-                f"{p['threads']:>3} {node:>7}")
+        head = (
+            f"{p['model']:<12} {p['framework']:<12} {p['precision']:<15} "
+            f"{p['threads']:>3} {node:>7}"
+        )
         if r["status"] != "ok":
             write(f"{head} ERROR: {r['error']}")
             continue
@@ -62,7 +64,7 @@ def sweep_table(
         groups: dict = {}
         for (m, fw, prec, t, n, b, mode), ips in by_key.items():
             groups.setdefault((m, fw, prec, n, b, mode), {})[t] = ips
-        for (m, fw, prec, n, b, mode), per_t in sorted(groups.items(), key=str):
+        for (m, fw, prec, n, _b, _mode), per_t in sorted(groups.items(), key=str):
             if len(per_t) < 2:
                 continue
             best = max(per_t, key=per_t.get)
