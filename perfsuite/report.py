@@ -73,7 +73,8 @@ def sweep_table(
                 lost = f"{(1 - per_t[pick] / per_t[best]) * 100:.1f}% of the best throughput lost"
             else:
                 lost = "its pick was not measured in this sweep"
+            where = "unbound" if n is None else f"node{n}"
             write(
-                f"thread formula vs measured, {m} {fw} {prec}: formula picks {pick}, "
+                f"thread formula vs measured, {m} {fw} {prec} {where}: formula picks {pick}, "
                 f"best measured {best} ({per_t[best]:.2f} items/s); {lost}"
             )
