@@ -100,6 +100,12 @@ def pytest_addoption(parser):
         help="seconds of measurement per point (default: the profile's)",
     )
     g.addoption(
+        "--perf-timeout",
+        type=_positive_float,
+        default=None,
+        help="seconds before a worker point is killed (default: the profile's)",
+    )
+    g.addoption(
         "--perf-out",
         default="perf-results",
         type=Path,
@@ -125,6 +131,7 @@ def _overrides(config) -> dict:
         "batch": o("perf_batch"),
         "mode": [mode] if mode else None,
         "min_time": o("perf_min_time"),
+        "timeout": o("perf_timeout"),
     }
 
 

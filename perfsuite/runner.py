@@ -28,9 +28,13 @@ FAULT_ENV = "PERFSUITE_FAULT"  # fault injection for testing isolation: crash | 
 
 
 def _inject_fault() -> None:
+    """Only in worker processes: an in-process fault would take the whole run down."""
+    import multiprocessing
     import os
     import signal
 
+    if multiprocessing.parent_process() is None:
+        return
     fault = os.environ.get(FAULT_ENV, "")
     if fault == "crash":
         os.kill(os.getpid(), signal.SIGSEGV)

@@ -1,0 +1,204 @@
+"""The sweep plugin driven through pytest itself (pytester)."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from perfsuite.plan import PlanError, article_threads, expand, load_profiles, select_profile
+from perfsuite.topology import read_topology
+
+pytest_plugins = ["pytester"]
+pytest.importorskip("onnxruntime")
+
+SWEEP = """
+def test_sweep(perf_point, perf_run):
+    record = perf_run(perf_point)
+    assert record["stats"]["throughput_ips"] > 0
+"""
+FAST = ["--perf-min-time", "0.05", "-p", "no:cacheprovider"]
+
+
+@pytest.fixture
+def sweep(pytester):
+    pytester.makepyfile(test_sweep=SWEEP)
+    return pytester
+
+
+def test_plan_lists_readable_ids(sweep):
+    r = sweep.runpytest("--perf-plan", "--perf-threads", "1,2", "--perf-numa-nodes", "none,0,3")
+    out = r.stdout.str()
+    assert r.ret == 0
+    assert "small_cnn-onnxruntime-int8_static-t2-node0-b1" in out
+    assert "small_cnn-onnxruntime-fp32-t1-unbound-b1" in out
+    assert "SKIP: NUMA node 3 does not exist on this host" in out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--perf-models", "resnet51"], "unknown model 'resnet51'; valid: resnet50"),
+        (["--perf-frameworks", "tvm"], "unknown framework 'tvm'; valid: onnxruntime"),
+        (["--perf-precisions", "int4"], "unknown precision 'int4'; valid: fp32"),
+        (["--perf-profile", "weekly"], "unknown profile 'weekly'; valid: smoke"),
+        (["--perf-threads", "0"], "threads '0'"),
+        (["--perf-numa-nodes", "x"], "NUMA node 'x'"),
+        (["--perf-min-time", "-1"], "must be > 0"),
+        (["--perf-mode", "fast"], "invalid choice: 'fast'"),
+    ],
+)
+def test_bad_options_are_usage_errors(sweep, args, message):
+    r = sweep.runpytest(*args)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in r.stderr.str()
+
+
+def test_help_shows_defaults(sweep):
+    out = sweep.runpytest("--help").stdout.str()
+    for opt in ["--perf-profile", "--perf-threads", "--perf-numa-nodes", "--perf-out"]:
+        assert opt in out
+    assert "default: smoke" in out and "default: perf-results" in out
+
+
+def test_project_and_user_files_override_profiles(sweep):
+    sweep.makefile(
+        ".toml",
+        pyproject="""
+[tool.perfsuite.profiles.smoke]
+models = ["digits_mlp"]
+precisions = ["fp32"]
+numa_nodes = ["none"]
+""",
+    )
+    out = sweep.runpytest("--perf-plan").stdout.str()
+    assert "digits_mlp-onnxruntime-fp32-t1-unbound-b1" in out and "small_cnn" not in out
+    user = sweep.makefile(
+        ".toml",
+        mine="""
+[smoke]
+threads = ["1", "2"]
+[mine]
+models = ["small_cnn"]
+""",
+    )
+    out = sweep.runpytest("--perf-plan", "--perf-config", str(user)).stdout.str()
+    assert "digits_mlp-onnxruntime-fp32-t2-unbound-b1" in out
+    out = sweep.runpytest(
+        "--perf-plan", "--perf-config", str(user), "--perf-profile", "mine"
+    ).stdout.str()
+    assert "small_cnn-onnxruntime-int8_nncf" in out or "small_cnn-openvino" in out
+
+
+def test_bad_profile_file_is_a_clear_error(sweep):
+    bad = sweep.makefile(".toml", bad="[smoke]\nmodels = [")
+    r = sweep.runpytest("--perf-config", str(bad))
+    assert r.ret == pytest.ExitCode.USAGE_ERROR and "invalid TOML" in r.stderr.str()
+    typo = sweep.makefile(".toml", typo="[smoke]\nmodel = ['small_cnn']")
+    r = sweep.runpytest("--perf-config", str(typo))
+    assert "unknown key(s) ['model']" in r.stderr.str()
+
+
+def test_smoke_profile_is_small():
+    profile = select_profile(load_profiles(), "smoke", {})
+    assert profile.models == ("small_cnn",) and profile.threads == ("1",)
+    assert profile.min_time <= 0.5 and not profile.kernels
+
+
+def test_sweep_runs_records_and_reports(sweep, tmp_path):
+    out = tmp_path / "results"
+    r = sweep.runpytest(*FAST, "--perf-out", str(out), "--benchmark-json", str(tmp_path / "b.json"))
+    r.assert_outcomes(passed=4)
+    text = r.stdout.str()
+    assert "perfsuite sweep: profile smoke" in text and "INT8/FP32 throughput" in text
+    records = sorted(out.glob("*/points/*.json"))
+    assert len(records) == 4
+    rec = json.loads(next(p for p in records if "node0" in p.name).read_text())
+    assert rec["schema"] == "perfsuite.result/1" and rec["status"] == "ok"
+    assert rec["isolation"] == "worker" and rec["binding"]["cpus_allowed"] != ""
+    assert rec["binding"]["mempolicy"] == "bind" and rec["binding"]["mempolicy_nodes"] == "0"
+    assert len(rec["samples_s"]) == rec["stats"]["n"] >= 20
+    int8 = json.loads(next(p for p in records if "int8" in p.name).read_text())
+    assert int8["accuracy"]["passed"] and int8["accuracy"]["metric"] == "centred_sqnr_db"
+    bench = json.loads((tmp_path / "b.json").read_text())
+    infos = [b["extra_info"] for b in bench["benchmarks"]]
+    assert all(i["throughput_ips"] > 0 and "latency_p99_ms" in i for i in infos)
+    # pytest-benchmark's own tooling reads the file
+    exe = shutil.which("pytest-benchmark")
+    if exe:
+        c = subprocess.run(
+            [exe, "compare", str(tmp_path / "b.json")], capture_output=True, text=True
+        )
+        assert c.returncode == 0 and "test_sweep" in c.stdout, c.stderr
+
+
+def test_benchmark_disable_still_runs_points(sweep):
+    r = sweep.runpytest(*FAST, "--benchmark-disable", "--perf-numa-nodes", "none")
+    r.assert_outcomes(passed=2)
+
+
+def test_worker_crash_is_an_error_for_that_point_only(sweep, monkeypatch):
+    monkeypatch.setenv("PERFSUITE_FAULT", "crash")
+    r = sweep.runpytest(*FAST)
+    r.assert_outcomes(passed=2, failed=2)  # the two node0 points ran in (crashing) workers
+    assert "SIGSEGV" in r.stdout.str()
+
+
+def test_worker_hang_is_killed_at_the_deadline(sweep, monkeypatch):
+    monkeypatch.setenv("PERFSUITE_FAULT", "hang")
+    r = sweep.runpytest(*FAST, "--perf-timeout", "3", "--perf-precisions", "fp32")
+    r.assert_outcomes(passed=1, failed=1)
+    assert "no answer within 3 s" in r.stdout.str()
+
+
+# -- plans on other machines ---------------------------------------------------------------
+
+
+def test_plan_on_two_socket_nps4(host_tree):
+    topo = read_topology(host_tree("epyc7763-2s-nps4"))
+    profile = select_profile(
+        load_profiles(), "smoke", {"numa_nodes": ["all", "9"], "threads": ["cores"]}
+    )
+    points = expand(profile, topo, installed={"onnxruntime": True})
+    runnable = [p for p in points if not p.skip]
+    assert sorted({p.numa_node for p in runnable}) == list(range(8))
+    assert {p.threads for p in runnable} == {16}  # 16 cores per NPS4 node (SMT siblings not)
+    assert all("node 9 does not exist" in p.skip for p in points if p.numa_node == 9)
+
+
+def test_plan_on_one_node_and_skips(host_tree):
+    topo = read_topology(host_tree("kvm-zen3-2vcpu"))
+    profile = select_profile(
+        load_profiles(),
+        "default",
+        {"numa_nodes": ["0", "3"], "precisions": ["fp32", "bf16", "int8_dynamic"]},
+    )
+    points = expand(profile, topo, installed={"onnxruntime": True, "openvino": False})
+    reasons = {p.id: p.skip for p in points}
+    assert reasons["resnet50-onnxruntime-fp32-t2-node0-b1"] is None
+    assert "node 3 does not exist" in reasons["resnet50-onnxruntime-fp32-t1-node3-b1"]
+    assert "bf16 has no onnxruntime path" in reasons["resnet50-onnxruntime-bf16-t1-node0-b1"]
+    assert "openvino is not installed" in reasons["resnet50-openvino-fp32-t1-node0-b1"]
+    assert "int8_dynamic has no openvino path" not in reasons.values()  # installed check first
+
+
+def test_all_threads_and_auto_formula(host_tree):
+    topo = read_topology(host_tree("epyc9654-1s-nps1"))
+    profile = select_profile(
+        load_profiles(), "smoke", {"threads": ["all", "auto"], "numa_nodes": ["none"]}
+    )
+    points = expand(profile, topo, model_mb=lambda m: 97.4, installed={"onnxruntime": True})
+    counts = sorted({p.threads for p in points})
+    assert counts == list(range(1, 97))  # auto = min(96*2, 97.4 // 16) = 6, inside 1..96
+    assert article_threads(96, 97.4, 32) == 6
+    assert article_threads(2, 97.4, 32) == 4  # this VM: the formula oversubscribes 2 cores
+    assert article_threads(64, 1.0, 32) == 1  # clamped to >= 1
+
+
+def test_profile_errors():
+    with pytest.raises(PlanError, match="missing key"):
+        from perfsuite.plan import make_profile
+
+        make_profile("x", {"models": ["small_cnn"]})
+    assert sys.version_info >= (3, 11)
