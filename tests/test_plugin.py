@@ -23,7 +23,7 @@ FAST = ["--perf-min-time", "0.05", "-p", "no:cacheprovider"]
 
 @pytest.fixture
 def sweep(pytester):
-    pytester.makepyfile(test_sweep=SWEEP)
+    pytester.makepyfile(test_demo_sweep=SWEEP)
     return pytester
 
 
@@ -130,7 +130,7 @@ def test_sweep_runs_records_and_reports(sweep, tmp_path):
         c = subprocess.run(
             [exe, "compare", str(tmp_path / "b.json")], capture_output=True, text=True
         )
-        assert c.returncode == 0 and "test_sweep" in c.stdout, c.stderr
+        assert c.returncode == 0 and "test_sweep[" in c.stdout, c.stderr
 
 
 def test_benchmark_disable_still_runs_points(sweep):

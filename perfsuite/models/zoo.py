@@ -240,7 +240,12 @@ def names() -> list[str]:
 
 
 def _build_to(spec: Spec, path: Path) -> dict:
-    built = spec.builder(**spec.params)
+    from threadpoolctl import threadpool_limits
+
+    # One BLAS thread: multi-threaded reductions round differently, and the calibration pass
+    # must give the same bytes whatever the caller's thread settings.
+    with threadpool_limits(1):
+        built = spec.builder(**spec.params)
     model, extra = built if isinstance(built, tuple) else (built, {})
     params, flops = (int(kv.split("=")[1]) for kv in model.doc_string.split())
     cache.atomic_write_bytes(path, model.SerializeToString())
