@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from perfsuite.fingerprint import FIELD_CLASSES, fingerprint
 
@@ -65,6 +66,35 @@ def cmd_info(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    """Gate offline: BASELINE and CURRENT are baseline files or run directories."""
+    from perfsuite.baseline import BaselineError
+    from perfsuite.compare import GateConfig
+    from perfsuite.gate import evaluate, load_results
+    from perfsuite.gate_report import terminal, write_all
+
+    try:
+        base, cur = load_results(args.baseline), load_results(args.current)
+    except BaselineError as exc:
+        print(f"perfsuite compare: {exc}", file=sys.stderr)
+        return 2
+    cfg = GateConfig(threshold=args.threshold, alpha=args.alpha)
+    comparison = evaluate(base, cur, cfg)
+    terminal(print, comparison, base.source, cur.source)
+    if args.report:
+        paths = write_all(args.report, comparison, base, cur, args.fail_on)
+        print("reports: " + ", ".join(str(p) for p in paths.values()))
+    failing = comparison.failing(args.fail_on)
+    if failing:
+        print(
+            f"GATE FAILED (--fail-on={args.fail_on}): "
+            + ", ".join(f"{v.id} {v.verdict}" for v in failing)
+        )
+        print("(offline comparison: regressions are not re-measured, so not confirmed)")
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="perfsuite", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -74,6 +104,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--root", default="/", help="read sysfs/procfs below this directory (default: /)"
     )
     info.set_defaults(func=cmd_info)
+    cmp_ = sub.add_parser("compare", help="gate CURRENT against BASELINE (files or run dirs)")
+    cmp_.add_argument("baseline", type=Path, help="baseline JSON or perfsuite run directory")
+    cmp_.add_argument("current", type=Path, help="baseline JSON or perfsuite run directory")
+    cmp_.add_argument(
+        "--fail-on",
+        choices=("regression", "unstable", "never"),
+        default="regression",
+        help="exit 1 on these verdicts (default: regression)",
+    )
+    cmp_.add_argument(
+        "--threshold",
+        type=float,
+        default=0.05,
+        help="practical threshold, relative (default: 0.05)",
+    )
+    cmp_.add_argument(
+        "--alpha",
+        type=float,
+        default=0.01,
+        help="family-wise significance level, Holm (default: 0.01)",
+    )
+    cmp_.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="write gate.md, gate-junit.xml and gate.html here (default: none)",
+    )
+    cmp_.set_defaults(func=cmd_compare)
     return parser
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 SESSION = pytest.StashKey["object"]()
+GATE = pytest.StashKey["object"]()
+OUTCOME = pytest.StashKey["object"]()
 
 
 def _csv(valid_hint: str):
@@ -112,6 +114,37 @@ def pytest_addoption(parser):
         help="directory for result records (default: perf-results)",
     )
     g.addoption(
+        "--perf-baseline",
+        type=Path,
+        default=Path("baselines"),
+        help="baseline directory (<dir>/<hardware-class>/<profile>.json) (default: baselines)",
+    )
+    g.addoption(
+        "--perf-save-baseline",
+        action="store_true",
+        default=False,
+        help="add this run's points to the baseline (refuses to replace entries) (default: off)",
+    )
+    g.addoption(
+        "--perf-update-baseline",
+        action="store_true",
+        default=False,
+        help="with --perf-save-baseline: replace existing entries (default: off)",
+    )
+    g.addoption(
+        "--perf-fail-on",
+        choices=("regression", "unstable", "never"),
+        default="regression",
+        help="exit non-zero on confirmed regressions, also on unstable/incomparable, or never "
+        "(default: regression)",
+    )
+    g.addoption(
+        "--perf-threshold",
+        type=_positive_float,
+        default=None,
+        help="practical threshold, relative (default: 0.05, or [tool.perfsuite.gate])",
+    )
+    g.addoption(
         "--perf-plan",
         action="store_true",
         default=False,
@@ -149,6 +182,34 @@ def pytest_configure(config):
     except PlanError as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
     config.stash[SESSION] = _LazySession(profile, config.getoption("perf_out"))
+    config.stash[GATE] = _gate_config(config)
+
+
+def _gate_config(config):
+    """[tool.perfsuite.gate] in pyproject.toml (alpha, threshold, cv_limit, thresholds = {glob =
+    value}), then --perf-threshold."""
+    import tomllib
+
+    from perfsuite.compare import GateConfig
+
+    values = {}
+    pyproject = config.rootpath / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            values = tomllib.loads(pyproject.read_text()).get("tool", {}).get("perfsuite", {})
+            values = dict(values.get("gate", {}))
+        except tomllib.TOMLDecodeError as exc:
+            raise pytest.UsageError(f"perfsuite: {pyproject}: {exc}") from None
+    known = set(GateConfig.__dataclass_fields__)
+    unknown = set(values) - known
+    if unknown:
+        raise pytest.UsageError(
+            f"perfsuite: unknown [tool.perfsuite.gate] key(s) "
+            f"{sorted(unknown)}; valid: {', '.join(sorted(known))}"
+        )
+    if config.getoption("perf_threshold") is not None:
+        values["threshold"] = config.getoption("perf_threshold")
+    return GateConfig(**values)
 
 
 class _LazySession:
@@ -243,6 +304,19 @@ def perf_run(perf_session, benchmark):
     return run
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """Save the baseline if asked, then gate against it (re-measuring regressions first)."""
+    lazy = session.config.stash.get(SESSION, None)
+    if lazy is None or not lazy.started or not lazy.get().records:
+        return
+    from perfsuite.gate_session import finish
+
+    outcome = finish(lazy.get(), session.config)
+    session.config.stash[OUTCOME] = outcome
+    if outcome.fail and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_terminal_summary(terminalreporter, config):
     lazy = config.stash.get(SESSION, None)
     if lazy is None or not lazy.started or not lazy.get().records:
@@ -256,5 +330,9 @@ def pytest_terminal_summary(terminalreporter, config):
         f"{session.fingerprint['hardware_class']}"
     )
     sweep_table(tr.write_line, session.records, session.formula_threads)
-    summary = session.write_summary()
-    tr.write_line(f"results: {session.run_dir}/points/*.json, summary {summary}")
+    tr.write_line(f"results: {session.run_dir}/points/*.json, summary.json beside them")
+    outcome = config.stash.get(OUTCOME, None)
+    if outcome is not None:
+        tr.section("perfsuite regression gate")
+        for line in outcome.lines:
+            tr.write_line(line)

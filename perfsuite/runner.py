@@ -24,7 +24,28 @@ def place(numa_node: int | None) -> tuple[dict, tuple[int, ...] | None]:
     return numa.bind(cpus, [numa_node]).as_dict(), tuple(cpus)
 
 
-FAULT_ENV = "PERFSUITE_FAULT"  # fault injection for testing isolation: crash | hang | raise
+# Fault injection, for testing isolation and the gate: crash | hang | raise (worker points
+# only), slow:<fraction> (every timed call takes that much longer: a known slowdown).
+FAULT_ENV = "PERFSUITE_FAULT"
+
+
+def _slowed(call):
+    import os
+
+    fault = os.environ.get(FAULT_ENV, "")
+    if not fault.startswith("slow:"):
+        return call
+    extra = float(fault.split(":", 1)[1])
+
+    def slow_call():
+        t0 = time.perf_counter()
+        out = call()
+        end = time.perf_counter() + (time.perf_counter() - t0) * extra
+        while time.perf_counter() < end:  # busy-wait: sleep granularity is too coarse
+            pass
+        return out
+
+    return slow_call
 
 
 def _inject_fault() -> None:
@@ -68,7 +89,7 @@ def run_point(point: dict, protocol: dict) -> dict:
             inputs = model.inputs(point["batch"])
             setup_s = time.perf_counter() - t_setup
             if point["mode"] == "latency":
-                samples, info = measure_latency(session.callable(inputs), p)
+                samples, info = measure_latency(_slowed(session.callable(inputs)), p)
                 stats = summarize(samples, items_per_call=point["batch"])
             else:
                 session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded

@@ -1,0 +1,122 @@
+"""The baseline store: ``<dir>/<hardware-class>/<profile>.json``, schema
+``perfsuite.baseline/1`` (``perfsuite/schemas/baseline.schema.json``, validated on load).
+
+Saving is explicit, atomic, and refuses to lose data: a baseline of another hardware class is
+never overwritten, and existing entries are replaced only when the caller says so
+(``--perf-update-baseline``). A short history records what changed when.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.resources
+import json
+from pathlib import Path
+
+import numpy as np
+
+from perfsuite.cache import atomic_write_text
+
+SCHEMA = "perfsuite.baseline/1"
+MAX_SAMPLES = 400  # enough for the rank test and the bootstrap; keeps the JSON small
+HISTORY = 20
+
+
+class BaselineError(ValueError):
+    """A baseline file is missing, corrupt, of another schema, or would be overwritten."""
+
+
+def schema() -> dict:
+    text = importlib.resources.files("perfsuite").joinpath("schemas/baseline.schema.json")
+    return json.loads(text.read_text())
+
+
+def path_for(root: Path, hardware_class: str, profile: str) -> Path:
+    return Path(root) / hardware_class / f"{profile}.json"
+
+
+def load(path: Path) -> dict:
+    import jsonschema
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise BaselineError(f"no baseline at {path}") from None
+    except (OSError, ValueError) as exc:
+        raise BaselineError(f"baseline {path} is unreadable or corrupt: {exc}") from None
+    if isinstance(data, dict) and data.get("schema") != SCHEMA:
+        raise BaselineError(
+            f"baseline {path} has schema {data.get('schema')!r}; this perfsuite reads {SCHEMA!r}"
+        )
+    try:
+        jsonschema.validate(data, schema())
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        raise BaselineError(
+            f"baseline {path} does not match {SCHEMA} at {where}: {exc.message}"
+        ) from None
+    return data
+
+
+def _thin(samples: list[float]) -> list[float]:
+    if len(samples) <= MAX_SAMPLES:
+        return [float(s) for s in samples]
+    idx = np.linspace(0, len(samples) - 1, MAX_SAMPLES).round().astype(int)
+    return [float(samples[i]) for i in idx]  # evenly spaced in time: keeps drift visible
+
+
+def entry(record: dict) -> dict:
+    return {
+        "point": record["point"],
+        "samples_s": _thin(record["samples_s"]),
+        "stats": record["stats"],
+        "settings": record.get("settings", {}),
+        "software": record.get("software", {}),
+        "accuracy": record.get("accuracy"),
+        "recorded": dt.datetime.fromtimestamp(record["timestamp"], dt.UTC).isoformat(),
+    }
+
+
+def save(
+    root: Path, fingerprint: dict, profile: str, records: list[dict], *, update: bool = False
+) -> tuple[Path, list[str], list[str]]:
+    """Add ``records`` (status ok) to the baseline; returns (path, added ids, updated ids)."""
+    hw = fingerprint["hardware_class"]
+    path = path_for(root, hw, profile)
+    now = dt.datetime.now(dt.UTC).isoformat()
+    if path.exists():
+        data = load(path)
+        if data["hardware_class"] != hw:
+            raise BaselineError(
+                f"{path} belongs to hardware class {data['hardware_class']}, "
+                f"this host is {hw}: refusing to overwrite"
+            )
+    else:
+        data = {
+            "schema": SCHEMA,
+            "hardware_class": hw,
+            "profile": profile,
+            "fingerprint": {"fields": fingerprint["fields"], "classes": fingerprint["classes"]},
+            "entries": {},
+            "history": [],
+        }
+    ok = [r for r in records if r.get("status") == "ok"]
+    existing = [r["id"] for r in ok if r["id"] in data["entries"]]
+    if existing and not update:
+        raise BaselineError(
+            f"{path} already has {len(existing)} of these entries (e.g. {existing[0]}); "
+            "pass --perf-update-baseline to replace them"
+        )
+    added = [r["id"] for r in ok if r["id"] not in data["entries"]]
+    for r in ok:
+        data["entries"][r["id"]] = entry(r)
+    if update:  # the fingerprint follows the latest accepted run (software versions move)
+        data["fingerprint"] = {"fields": fingerprint["fields"], "classes": fingerprint["classes"]}
+    software = {k: v for k, v in fingerprint["fields"].items() if k.startswith("software.")}
+    action = "created" if not data["history"] else ("updated" if existing else "added")
+    data["history"] = (
+        data["history"]
+        + [{"time": now, "action": action, "ids": sorted(added + existing), "software": software}]
+    )[-HISTORY:]
+    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True))
+    return path, added, existing

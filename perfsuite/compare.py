@@ -1,0 +1,226 @@
+"""The regression gate's engine: compare current results with a baseline.
+
+Per point (latency samples, lower is better):
+- a Mann-Whitney U test on the raw samples (two-sided), p-values adjusted across the sweep
+  with Holm's method (family-wise error rate <= alpha per sweep);
+- a bootstrap confidence interval (scipy.stats.bootstrap, BCa) of the ratio of medians
+  current/baseline;
+- ``regressed`` when the adjusted p < alpha, the whole interval lies above 1, and it reaches
+  the practical threshold (a slowdown of at least ``threshold`` is plausible). A significant
+  change that cannot reach the threshold is ``unchanged`` (the report still shows it).
+  ``improved`` mirrors it.
+- ``unstable`` when either side is too noisy to judge (CV above ``cv_limit``), or when the
+  point moved with a machine-wide shift (below).
+
+Machine-wide shift: when most points moved the same way by more than ``burst_threshold``
+(sweep median ratio), the whole machine was slower or faster (a noisy neighbour, thermal or
+frequency change), not 40 separate regressions. Points are then judged after dividing by the
+sweep-wide shift: those that only followed it are ``unstable`` (re-run), those that moved
+beyond it are still judged on the residual.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from scipy import stats
+
+VERDICTS = (
+    "improved",
+    "unchanged",
+    "regressed",
+    "unstable",
+    "new",
+    "missing",
+    "incomparable",
+    "error",
+)
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    alpha: float = 0.01  # family-wise, per sweep (Holm)
+    threshold: float = 0.05  # practical: relative change that matters
+    cv_limit: float = 0.15  # above this spread a point cannot be judged
+    burst_threshold: float = 0.10  # sweep-wide median shift that marks a machine-level event
+    burst_fraction: float = 0.8  # share of points that must move the same way
+    bootstrap_resamples: int = 2000
+    thresholds: dict = field(default_factory=dict)  # benchmark-id glob -> threshold
+    seed: int = 0
+
+    def threshold_for(self, point_id: str) -> float:
+        for pattern, value in self.thresholds.items():
+            if fnmatch.fnmatchcase(point_id, pattern):
+                return float(value)
+        return self.threshold
+
+
+@dataclass
+class PointVerdict:
+    id: str
+    verdict: str
+    change: float | None = None  # current/baseline median ratio - 1 (latency: + is slower)
+    ci: tuple[float, float] | None = None  # of the ratio - 1
+    p_value: float | None = None  # Holm-adjusted
+    baseline_median_ms: float | None = None
+    current_median_ms: float | None = None
+    reason: str = ""
+    confirmed: bool | None = None  # for regressions re-measured in the session
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Comparison:
+    verdicts: list[PointVerdict]
+    comparable: bool
+    differences: dict  # must-match field -> (baseline, current)
+    tolerance_notes: list[str]
+    software_changes: dict  # field -> (baseline, current)
+    machine_shift: float | None  # sweep median ratio - 1, when a machine-wide shift was found
+
+    def counts(self) -> dict:
+        out = dict.fromkeys(VERDICTS, 0)
+        for v in self.verdicts:
+            out[v.verdict] += 1
+        return out
+
+    def failing(self, fail_on: str) -> list[PointVerdict]:
+        """Points that fail the gate under --perf-fail-on."""
+        if fail_on == "never":
+            return []
+        bad = [v for v in self.verdicts if v.verdict == "regressed" and v.confirmed is not False]
+        if fail_on == "unstable":
+            bad += [v for v in self.verdicts if v.verdict in ("unstable", "incomparable", "error")]
+        return bad
+
+
+def _cv(a: np.ndarray) -> float:
+    return float(a.std(ddof=1) / a.mean()) if a.size > 1 and a.mean() > 0 else 0.0
+
+
+def _ratio_ci(base: np.ndarray, cur: np.ndarray, cfg: GateConfig) -> tuple[float, float]:
+    def ratio(b, c, axis=-1):
+        return np.median(c, axis=axis) / np.median(b, axis=axis)
+
+    res = stats.bootstrap(
+        (base, cur),
+        ratio,
+        n_resamples=cfg.bootstrap_resamples,
+        confidence_level=1 - cfg.alpha,
+        method="percentile",
+        vectorized=True,
+        random_state=np.random.default_rng(cfg.seed),
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm-Bonferroni step-down adjusted p-values (monotone, capped at 1)."""
+    m = len(p_values)
+    order = np.argsort(p_values)
+    adjusted = np.empty(m)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, (m - rank) * p_values[i])
+        adjusted[i] = min(1.0, running)
+    return adjusted.tolist()
+
+
+def compare_samples(
+    baseline: dict[str, np.ndarray],
+    current: dict[str, np.ndarray],
+    cfg: GateConfig = GateConfig(),
+    errors: dict[str, str] | None = None,
+) -> list[PointVerdict]:
+    """Verdicts for every id in either side (samples in seconds per call)."""
+    errors = errors or {}
+    ids = sorted(set(baseline) | set(current) | set(errors))
+    verdicts: dict[str, PointVerdict] = {}
+    both = []
+    for pid in ids:
+        if pid in errors:
+            verdicts[pid] = PointVerdict(pid, "error", reason=errors[pid])
+        elif pid not in baseline:
+            verdicts[pid] = PointVerdict(pid, "new", reason="no baseline entry")
+        elif pid not in current:
+            verdicts[pid] = PointVerdict(pid, "missing", reason="in the baseline, not measured")
+        else:
+            both.append(pid)
+    # machine-wide shift from the medians of all compared points
+    ratios = {pid: float(np.median(current[pid]) / np.median(baseline[pid])) for pid in both}
+    shift = None
+    if len(both) >= 3:
+        med = float(np.median(list(ratios.values())))
+        same_way = np.mean([(r > 1) == (med > 1) for r in ratios.values()])
+        if abs(med - 1) > cfg.burst_threshold and same_way >= cfg.burst_fraction:
+            shift = med
+    raw_p = []
+    for pid in both:
+        b = np.asarray(baseline[pid], float)
+        c = np.asarray(current[pid], float) / (shift or 1.0)
+        raw_p.append(
+            float(stats.mannwhitneyu(b, c, alternative="two-sided").pvalue)
+            if b.size >= 2 and c.size >= 2
+            else 1.0
+        )
+    adjusted = holm(raw_p) if raw_p else []
+    for pid, p in zip(both, adjusted, strict=True):
+        b = np.asarray(baseline[pid], float)
+        c_raw = np.asarray(current[pid], float)
+        c = c_raw / (shift or 1.0)
+        v = PointVerdict(
+            pid,
+            "unchanged",
+            p_value=p,
+            baseline_median_ms=float(np.median(b)) * 1e3,
+            current_median_ms=float(np.median(c_raw)) * 1e3,
+            change=float(np.median(c_raw) / np.median(b) - 1),
+        )
+        if b.size < 2 or c.size < 2:
+            v.verdict, v.reason = "unstable", "fewer than 2 samples on one side"
+            verdicts[pid] = v
+            continue
+        lo, hi = _ratio_ci(b, c, cfg)
+        v.ci = (lo - 1, hi - 1)
+        t = cfg.threshold_for(pid)
+        cv_b, cv_c = _cv(b), _cv(c_raw)
+        if max(cv_b, cv_c) > cfg.cv_limit:
+            v.verdict = "unstable"
+            v.reason = f"spread too high to judge (CV {cv_b:.1%} baseline, {cv_c:.1%} current)"
+        elif p < cfg.alpha and lo > 1 and hi >= 1 + t:
+            v.verdict = "regressed"
+        elif p < cfg.alpha and hi < 1 and lo <= 1 - t:
+            v.verdict = "improved"
+        elif shift is not None:
+            v.verdict = "unstable"
+            v.reason = (
+                f"moved with a machine-wide shift of {shift - 1:+.1%}; re-run on a quiet machine"
+            )
+        elif p < cfg.alpha:
+            v.reason = f"significant but below the {t:.0%} threshold"
+        if shift is not None and v.verdict in ("regressed", "improved"):
+            v.reason = f"beyond the machine-wide shift of {shift - 1:+.1%}"
+        verdicts[pid] = v
+    return [verdicts[pid] for pid in ids]
+
+
+def compare_fingerprints(base: dict, cur: dict) -> tuple[dict, list[str], dict]:
+    """(must-match differences, tolerance notes, software changes)."""
+    bf, cf = base.get("fields", {}), cur.get("fields", {})
+    classes = {**base.get("classes", {}), **cur.get("classes", {})}
+    must, notes, software = {}, [], {}
+    for key in sorted(set(bf) | set(cf)):
+        a, b = bf.get(key), cf.get(key)
+        if a == b:
+            continue
+        if key.startswith("software."):
+            software[key] = (a, b)
+        elif classes.get(key) == "must_match":
+            must[key] = (a, b)
+        elif classes.get(key) == "tolerance":
+            notes.append(f"{key}: {a} -> {b}")
+    return must, notes, software

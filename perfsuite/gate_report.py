@@ -1,0 +1,219 @@
+"""Reports of a gate comparison: terminal lines, Markdown (also to $GITHUB_STEP_SUMMARY),
+JUnit XML (one testcase per benchmark point) and a self-contained HTML page with plots
+(matplotlib PNGs embedded as data URIs: it opens in a browser with no network)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from perfsuite.cache import atomic_write_text
+from perfsuite.compare import Comparison, PointVerdict
+
+
+def _fmt_change(v: PointVerdict) -> str:
+    return "" if v.change is None else f"{v.change * 100:+.1f}%"
+
+
+def _fmt_ci(v: PointVerdict) -> str:
+    return "" if v.ci is None else f"[{v.ci[0] * 100:+.1f}%, {v.ci[1] * 100:+.1f}%]"
+
+
+def _fmt_p(v: PointVerdict) -> str:
+    return "" if v.p_value is None else f"{v.p_value:.2g}"
+
+
+def _confirm(v: PointVerdict) -> str:
+    if v.verdict != "regressed":
+        return ""
+    return {True: "confirmed", False: "not confirmed", None: "unconfirmed"}[v.confirmed]
+
+
+def header_lines(c: Comparison, base_src: str, cur_src: str) -> list[str]:
+    lines = [f"baseline: {base_src}", f"current:  {cur_src}"]
+    counts = {k: n for k, n in c.counts().items() if n}
+    lines.append("verdicts: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    if not c.comparable:
+        lines.append(
+            "INCOMPARABLE: must-match fingerprint fields differ: "
+            + ", ".join(f"{k} {a!r} -> {b!r}" for k, (a, b) in c.differences.items())
+        )
+    if c.machine_shift is not None:
+        lines.append(
+            f"machine-wide shift: the sweep moved {c.machine_shift * 100:+.1f}% as a "
+            "whole (noisy neighbour, clock or thermal change?): points that only "
+            "followed it are 'unstable', not regressions"
+        )
+    for note in c.tolerance_notes:
+        lines.append(f"note (tolerance field changed): {note}")
+    if c.software_changes:
+        lines.append(
+            "software changed: "
+            + ", ".join(f"{k[9:]} {a} -> {b}" for k, (a, b) in c.software_changes.items())
+        )
+    return lines
+
+
+def terminal(write, c: Comparison, base_src: str, cur_src: str) -> None:
+    for line in header_lines(c, base_src, cur_src):
+        write(line)
+    write(
+        f"{'verdict':<12} {'change':>8} {'CI (ratio-1)':>18} {'p (Holm)':>9} "
+        f"{'base ms':>9} {'curr ms':>9}  benchmark"
+    )
+    for v in sorted(c.verdicts, key=lambda v: (v.verdict != "regressed", v.id)):
+        base = "" if v.baseline_median_ms is None else f"{v.baseline_median_ms:.3f}"
+        cur = "" if v.current_median_ms is None else f"{v.current_median_ms:.3f}"
+        extra = " ".join(x for x in (_confirm(v), v.reason) if x)
+        write(
+            f"{v.verdict:<12} {_fmt_change(v):>8} {_fmt_ci(v):>18} {_fmt_p(v):>9} "
+            f"{base:>9} {cur:>9}  {v.id}{'  (' + extra + ')' if extra else ''}"
+        )
+
+
+def markdown(c: Comparison, base_src: str, cur_src: str) -> str:
+    out = ["## perfsuite regression gate", ""]
+    out += [f"- {line}" for line in header_lines(c, base_src, cur_src)]
+    out += [
+        "",
+        "| verdict | benchmark | change | CI | p (Holm) | baseline ms | current ms | note |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for v in sorted(c.verdicts, key=lambda v: (v.verdict != "regressed", v.id)):
+        base = "" if v.baseline_median_ms is None else f"{v.baseline_median_ms:.3f}"
+        cur = "" if v.current_median_ms is None else f"{v.current_median_ms:.3f}"
+        note = " ".join(x for x in (_confirm(v), v.reason) if x)
+        out.append(
+            f"| {v.verdict} | `{v.id}` | {_fmt_change(v)} | {_fmt_ci(v)} | {_fmt_p(v)} "
+            f"| {base} | {cur} | {note} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def junit(c: Comparison, fail_on: str) -> str:
+    failing = {v.id for v in c.failing(fail_on)}
+    suite = ET.Element(
+        "testsuite", name="perfsuite-gate", tests=str(len(c.verdicts)), failures=str(len(failing))
+    )
+    for v in c.verdicts:
+        case = ET.SubElement(suite, "testcase", classname="perfsuite", name=v.id)
+        text = f"{v.verdict} {_fmt_change(v)} CI {_fmt_ci(v)} p={_fmt_p(v)} {v.reason}".strip()
+        if v.id in failing:
+            ET.SubElement(case, "failure", message=text, type=v.verdict).text = text
+        elif v.verdict in ("new", "missing", "incomparable", "unstable", "error"):
+            ET.SubElement(case, "skipped", message=text)
+        ET.SubElement(case, "system-out").text = text
+    return ET.tostring(suite, encoding="unicode")
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def html_report(
+    c: Comparison,
+    base_samples: dict,
+    cur_samples: dict,
+    cur_stats: dict,
+    base_src: str,
+    cur_src: str,
+) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figs = []
+    ids = [v.id for v in c.verdicts if v.id in base_samples and v.id in cur_samples]
+    if ids:
+        fig, ax = plt.subplots(figsize=(9, max(2.5, 0.35 * len(ids))))
+        data, labels = [], []
+        for i in ids:
+            data += [base_samples[i] * 1e3, cur_samples[i] * 1e3]
+            labels += [f"{i} (base)", f"{i} (curr)"]
+        ax.boxplot(data, vert=False, showfliers=False)
+        ax.set_yticks(range(1, len(labels) + 1), labels, fontsize=6)
+        ax.set_xscale("log")
+        ax.set_xlabel("latency per call, ms (log)")
+        ax.set_title("baseline vs current distributions")
+        figs.append(("Distributions", _png(fig)))
+    groups: dict = {}
+    for pid, s in cur_stats.items():
+        parts = pid.split("-")
+        if len(parts) >= 6 and parts[3].startswith("t"):
+            key = "-".join(parts[:3])
+            groups.setdefault(key, []).append((int(parts[3][1:]), s["throughput_ips"]))
+    if any(len(v) > 1 for v in groups.values()):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for key, pts in sorted(groups.items()):
+            if len(pts) > 1:
+                pts.sort()
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=key)
+        ax.set_xlabel("threads")
+        ax.set_ylabel("items/s")
+        ax.legend(fontsize=6)
+        ax.set_title("throughput vs threads")
+        figs.append(("Throughput vs threads", _png(fig)))
+    ratios = {}
+    for pid, s in cur_stats.items():
+        parts = pid.split("-")
+        if len(parts) >= 3 and parts[2] != "fp32":
+            fp32_id = "-".join(parts[:2] + ["fp32"] + parts[3:])
+            if fp32_id in cur_stats:
+                ratios[pid] = s["throughput_ips"] / cur_stats[fp32_id]["throughput_ips"]
+    if ratios:
+        fig, ax = plt.subplots(figsize=(7, max(2.5, 0.3 * len(ratios))))
+        names = sorted(ratios)
+        ax.barh(names, [ratios[n] for n in names])
+        ax.axvline(1.0, color="k", lw=0.8)
+        ax.tick_params(axis="y", labelsize=6)
+        ax.set_xlabel("throughput relative to FP32")
+        ax.set_title("INT8/FP32 ratios")
+        figs.append(("INT8/FP32", _png(fig)))
+    rows = "".join(
+        f"<tr class='{html.escape(v.verdict)}'><td>{html.escape(v.verdict)}</td>"
+        f"<td><code>{html.escape(v.id)}</code></td><td>{_fmt_change(v)}</td><td>{_fmt_ci(v)}"
+        f"</td><td>{_fmt_p(v)}</td><td>{html.escape(_confirm(v) + ' ' + v.reason)}</td></tr>"
+        for v in sorted(c.verdicts, key=lambda v: (v.verdict != "regressed", v.id))
+    )
+    head = "".join(f"<li>{html.escape(x)}</li>" for x in header_lines(c, base_src, cur_src))
+    imgs = "".join(
+        f"<h2>{html.escape(t)}</h2><img src='{src}' alt='{html.escape(t)}'>" for t, src in figs
+    )
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>perfsuite gate</title>
+<style>body{{font-family:sans-serif;margin:2em}}td,th{{padding:2px 8px;font-size:13px}}
+tr.regressed{{background:#fdd}}tr.improved{{background:#dfd}}tr.unstable{{background:#ffd}}
+tr.incomparable,tr.error{{background:#eee}}</style></head><body>
+<h1>perfsuite regression gate</h1><ul>{head}</ul>
+<table><tr><th>verdict</th><th>benchmark</th><th>change</th><th>CI</th><th>p (Holm)</th>
+<th>note</th></tr>{rows}</table>{imgs}</body></html>"""
+
+
+def write_all(out_dir: Path, c: Comparison, base, cur, fail_on: str) -> dict[str, Path]:
+    """Markdown, JUnit and HTML files in out_dir; Markdown also to $GITHUB_STEP_SUMMARY."""
+    out_dir = Path(out_dir)
+    md = markdown(c, base.source, cur.source)
+    paths = {
+        "markdown": out_dir / "gate.md",
+        "junit": out_dir / "gate-junit.xml",
+        "html": out_dir / "gate.html",
+    }
+    atomic_write_text(paths["markdown"], md)
+    atomic_write_text(paths["junit"], junit(c, fail_on))
+    atomic_write_text(
+        paths["html"], html_report(c, base.samples, cur.samples, cur.stats, base.source, cur.source)
+    )
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a") as f:
+            f.write(md)
+    return paths

@@ -1,0 +1,121 @@
+"""End of a sweep: write the summary, save the baseline when asked, and gate against the
+stored baseline. Regressed points are measured again before they can fail the run, each
+followed by a re-measure of an unchanged control point: a regression that does not repeat is
+'not confirmed'; one whose control moved too is 'unstable' (the machine, not the code)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfsuite import baseline as store
+from perfsuite.compare import Comparison, compare_samples
+from perfsuite.gate import evaluate, from_baseline, from_records
+from perfsuite.gate_report import terminal, write_all
+
+
+@dataclass
+class Outcome:
+    lines: list[str] = field(default_factory=list)
+    fail: bool = False
+    comparison: Comparison | None = None
+
+
+def _confirm(session, comparison: Comparison, base, cfg) -> None:
+    regressed = [v for v in comparison.verdicts if v.verdict == "regressed"]
+    if not regressed:
+        return
+    points = {p.id: p for p in session.points()}
+    unchanged = sorted(
+        (v for v in comparison.verdicts if v.verdict == "unchanged" and v.id in points),
+        key=lambda v: abs(v.change or 0),
+    )
+    control = unchanged[0] if unchanged else None
+    for v in regressed:
+        if v.id not in points:
+            continue
+        again = session.run(points[v.id])
+        ctrl_moved = False
+        if control is not None:
+            ctrl = session.run(points[control.id])
+            if ctrl["status"] == "ok":
+                cv = compare_samples(
+                    {control.id: base.samples[control.id]},
+                    {control.id: np.asarray(ctrl["samples_s"])},
+                    cfg,
+                )[0]
+                ctrl_moved = cv.verdict in ("regressed", "improved")
+        if again["status"] != "ok":
+            v.confirmed = False
+            v.reason = f"re-measure failed: {again['error']}"
+            continue
+        re = compare_samples(
+            {v.id: base.samples[v.id]}, {v.id: np.asarray(again["samples_s"])}, cfg
+        )[0]
+        if ctrl_moved:
+            v.verdict, v.confirmed = "unstable", None
+            v.reason = f"control point {control.id} moved too on re-measure: machine noise"
+        else:
+            v.confirmed = re.verdict == "regressed"
+            v.reason = f"re-measured {re.change * 100:+.1f}%" if re.change is not None else v.reason
+
+
+def finish(session, config) -> Outcome:
+    out = Outcome()
+    session.write_summary()
+    root = config.getoption("perf_baseline")
+    fail_on = config.getoption("perf_fail_on")
+    from perfsuite.plugin import GATE
+
+    cfg = config.stash[GATE]
+    fp = session.fingerprint
+    path = store.path_for(root, fp["hardware_class"], session.profile.name)
+    base_data = None
+    if path.exists():
+        try:
+            base_data = store.load(path)
+        except store.BaselineError as exc:
+            out.lines.append(f"baseline unusable: {exc}")
+            out.fail = fail_on != "never"
+            return out
+    if base_data is not None:
+        base = from_baseline(base_data, str(path))
+        cur = from_records(session.records, fp)
+        comparison = evaluate(base, cur, cfg)
+        if comparison.comparable:
+            _confirm(session, comparison, base, cfg)
+        out.comparison = comparison
+        terminal(out.lines.append, comparison, base.source, cur.source)
+        paths = write_all(session.run_dir, comparison, base, cur, fail_on)
+        out.lines.append("reports: " + ", ".join(str(p) for p in paths.values()))
+        failing = comparison.failing(fail_on)
+        if failing:
+            out.fail = True
+            out.lines.append(
+                f"GATE FAILED (--perf-fail-on={fail_on}): "
+                + ", ".join(f"{v.id} {v.verdict}" for v in failing)
+            )
+    else:
+        out.lines.append(
+            f"no baseline for hardware class {fp['hardware_class']}, profile "
+            f"{session.profile.name} at {path}: nothing to compare. Create one with "
+            f"`pytest --benchmark-only --perf-profile {session.profile.name} "
+            f"--perf-save-baseline` and commit it."
+        )
+    if config.getoption("perf_save_baseline"):
+        try:
+            saved, added, updated = store.save(
+                root,
+                fp,
+                session.profile.name,
+                session.records,
+                update=config.getoption("perf_update_baseline"),
+            )
+            out.lines.append(
+                f"baseline saved: {saved} ({len(added)} added, {len(updated)} replaced)"
+            )
+        except store.BaselineError as exc:
+            out.lines.append(f"baseline NOT saved: {exc}")
+            out.fail = True
+    return out
