@@ -13,7 +13,9 @@ def test_actionlint_passes_on_workflows():
         pytest.skip("actionlint is not installed (pip install -e '.[test]' brings it)")
     workflows = sorted((REPO / ".github" / "workflows").glob("*.yml"))
     assert workflows, "no workflow files found"
-    r = subprocess.run([exe, "-no-color", *map(str, workflows)], capture_output=True, text=True)
+    r = subprocess.run(
+        [exe, "-no-color", *map(str, workflows)], capture_output=True, text=True, cwd=REPO
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
