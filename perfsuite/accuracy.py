@@ -87,7 +87,7 @@ def evaluate(
             "top1_drop_points",
             drop,
             max_drop_points,
-            drop <= max_drop_points,
+            bool(drop <= max_drop_points),
             {"top1_fp32": acc_fp32, "top1_variant": acc_q, "samples": int(len(y_test))},
         )
     n = 8 if model.flops_per_item > 1e9 else 32
@@ -104,5 +104,9 @@ def evaluate(
         np.dot(ref.ravel(), out.ravel()) / (np.linalg.norm(ref) * np.linalg.norm(out) + 1e-30)
     )
     return AccuracyResult(
-        "centred_sqnr_db", db, floor, db >= floor, {"samples": n, "raw_cosine": raw_cos}
+        "centred_sqnr_db",
+        float(db),
+        float(floor),
+        bool(db >= floor),
+        {"samples": n, "raw_cosine": raw_cos},
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsuite.cache import atomic_write_text
+from perfsuite.cache import atomic_write_text, json_default
 
 SCHEMA = "perfsuite.baseline/1"
 MAX_SAMPLES = 400  # enough for the rank test and the bootstrap; keeps the JSON small
@@ -118,5 +118,5 @@ def save(
         data["history"]
         + [{"time": now, "action": action, "ids": sorted(added + existing), "software": software}]
     )[-HISTORY:]
-    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True))
+    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True, default=json_default))
     return path, added, existing

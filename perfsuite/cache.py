@@ -63,6 +63,19 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def json_default(o):
+    """json.dumps default: numpy scalars and arrays, paths; anything else is an error."""
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
 

@@ -311,7 +311,12 @@ def pytest_sessionfinish(session, exitstatus):
         return
     from perfsuite.gate_session import finish
 
-    outcome = finish(lazy.get(), session.config)
+    try:
+        outcome = finish(lazy.get(), session.config)
+    except Exception as exc:  # a broken gate must say so, not take the report down
+        from perfsuite.gate_session import Outcome
+
+        outcome = Outcome(lines=[f"gate error: {exc.__class__.__name__}: {exc}"], fail=True)
     session.config.stash[OUTCOME] = outcome
     if outcome.fail and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -17,7 +17,7 @@ import json
 import time
 from pathlib import Path
 
-from perfsuite.cache import atomic_write_text
+from perfsuite.cache import atomic_write_text, json_default
 from perfsuite.plan import Point, Profile, article_threads, expand
 
 RESULT_SCHEMA = "perfsuite.result/1"
@@ -131,7 +131,7 @@ class PerfSession:
 
     def _write(self, record: dict) -> None:
         path = self.run_dir / "points" / f"{record['id']}.json"
-        atomic_write_text(path, json.dumps(record, indent=1, default=str))
+        atomic_write_text(path, json.dumps(record, indent=1, default=json_default))
 
     def write_summary(self) -> Path | None:
         if not self.records:
@@ -146,5 +146,5 @@ class PerfSession:
             ],
         }
         path = self.run_dir / "summary.json"
-        atomic_write_text(path, json.dumps(summary, indent=1, default=str))
+        atomic_write_text(path, json.dumps(summary, indent=1, default=json_default))
         return path

@@ -12,6 +12,12 @@ from perfsuite.topology import read_topology
 
 pytest_plugins = ["pytester"]
 pytest.importorskip("onnxruntime")
+# pytester's in-process runs drop modules first imported inside them; re-importing onnx's or
+# protobuf's C extensions afterwards aborts the interpreter. Import them out here, once.
+import onnx  # noqa: E402,F401
+import onnxruntime.quantization  # noqa: E402,F401
+
+from perfsuite.models import graph  # noqa: E402,F401
 
 SWEEP = """
 def test_sweep(perf_point, perf_run):
