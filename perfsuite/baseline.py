@@ -20,6 +20,7 @@ from perfsuite.cache import atomic_write_text, json_default
 SCHEMA = "perfsuite.baseline/1"
 MAX_SAMPLES = 400  # enough for the rank test and the bootstrap; keeps the JSON small
 HISTORY = 20
+MAX_RUNS = 10
 
 
 class BaselineError(ValueError):
@@ -74,13 +75,24 @@ def entry(record: dict) -> dict:
         "software": record.get("software", {}),
         "accuracy": record.get("accuracy"),
         "recorded": dt.datetime.fromtimestamp(record["timestamp"], dt.UTC).isoformat(),
+        "runs": [float(np.median(record["samples_s"]))],
     }
 
 
 def save(
-    root: Path, fingerprint: dict, profile: str, records: list[dict], *, update: bool = False
+    root: Path,
+    fingerprint: dict,
+    profile: str,
+    records: list[dict],
+    *,
+    update: bool = False,
+    add_run: bool = False,
 ) -> tuple[Path, list[str], list[str]]:
-    """Add ``records`` (status ok) to the baseline; returns (path, added ids, updated ids)."""
+    """Add ``records`` (status ok) to the baseline; returns (path, added ids, updated ids).
+
+    update: replace existing entries (an accepted change: the run history restarts).
+    add_run: for existing entries, append this run's median to the entry's run history (the
+    gate learns the between-run noise from it) and keep this run's samples."""
     hw = fingerprint["hardware_class"]
     path = path_for(root, hw, profile)
     now = dt.datetime.now(dt.UTC).isoformat()
@@ -102,18 +114,27 @@ def save(
         }
     ok = [r for r in records if r.get("status") == "ok"]
     existing = [r["id"] for r in ok if r["id"] in data["entries"]]
-    if existing and not update:
+    if existing and not (update or add_run):
         raise BaselineError(
             f"{path} already has {len(existing)} of these entries (e.g. {existing[0]}); "
-            "pass --perf-update-baseline to replace them"
+            "pass --perf-update-baseline to replace them, or --perf-add-baseline-run to add "
+            "this run to their history"
         )
     added = [r["id"] for r in ok if r["id"] not in data["entries"]]
     for r in ok:
-        data["entries"][r["id"]] = entry(r)
+        new = entry(r)
+        old = data["entries"].get(r["id"])
+        if add_run and old is not None and not update:
+            new["runs"] = (old.get("runs", []) + new["runs"])[-MAX_RUNS:]
+        data["entries"][r["id"]] = new
     if update:  # the fingerprint follows the latest accepted run (software versions move)
         data["fingerprint"] = {"fields": fingerprint["fields"], "classes": fingerprint["classes"]}
     software = {k: v for k, v in fingerprint["fields"].items() if k.startswith("software.")}
-    action = "created" if not data["history"] else ("updated" if existing else "added")
+    action = (
+        "created"
+        if not data["history"]
+        else (("run-added" if add_run and not update else "updated") if existing else "added")
+    )
     data["history"] = (
         data["history"]
         + [{"time": now, "action": action, "ids": sorted(added + existing), "software": software}]

@@ -135,9 +135,17 @@ def compare_samples(
     current: dict[str, np.ndarray],
     cfg: GateConfig = GateConfig(),
     errors: dict[str, str] | None = None,
+    baseline_runs: dict[str, list[float]] | None = None,
 ) -> list[PointVerdict]:
-    """Verdicts for every id in either side (samples in seconds per call)."""
+    """Verdicts for every id in either side (samples in seconds per call).
+
+    baseline_runs: per id, the medians of several baseline runs. Samples within one run are
+    not independent draws of the run-to-run variation (on a shared host, whole runs of one
+    point shift by several percent), so with two or more runs the threshold for that point
+    becomes at least 3x the between-run CV, and a regression must also leave the range of the
+    baseline runs."""
     errors = errors or {}
+    baseline_runs = baseline_runs or {}
     ids = sorted(set(baseline) | set(current) | set(errors))
     verdicts: dict[str, PointVerdict] = {}
     both = []
@@ -187,13 +195,21 @@ def compare_samples(
         lo, hi = _ratio_ci(b, c, cfg)
         v.ci = (lo - 1, hi - 1)
         t = cfg.threshold_for(pid)
+        runs = np.asarray(baseline_runs.get(pid, []), float)
+        cur_med = float(np.median(c))
+        outside_hi = outside_lo = True
+        if runs.size >= 2:
+            between = float(runs.std(ddof=1) / runs.mean())
+            t = max(t, 3 * between)
+            outside_hi, outside_lo = cur_med > runs.max(), cur_med < runs.min()
+            v.reason = f"{runs.size} baseline runs, between-run CV {between:.1%}"
         cv_b, cv_c = _cv(b), _cv(c_raw)
         if max(cv_b, cv_c) > cfg.cv_limit:
             v.verdict = "unstable"
             v.reason = f"spread too high to judge (CV {cv_b:.1%} baseline, {cv_c:.1%} current)"
-        elif p < cfg.alpha and lo > 1 and hi >= 1 + t:
+        elif p < cfg.alpha and lo > 1 and hi >= 1 + t and outside_hi:
             v.verdict = "regressed"
-        elif p < cfg.alpha and hi < 1 and lo <= 1 - t:
+        elif p < cfg.alpha and hi < 1 and lo <= 1 - t and outside_lo:
             v.verdict = "improved"
         elif shift is not None:
             v.verdict = "unstable"
@@ -201,7 +217,15 @@ def compare_samples(
                 f"moved with a machine-wide shift of {shift - 1:+.1%}; re-run on a quiet machine"
             )
         elif p < cfg.alpha:
-            v.reason = f"significant but below the {t:.0%} threshold"
+            v.reason = "; ".join(
+                x
+                for x in (
+                    v.reason,
+                    f"significant but below the {t:.0%} "
+                    "threshold or inside the baseline runs' range",
+                )
+                if x
+            )
         if shift is not None and v.verdict in ("regressed", "improved"):
             v.reason = f"beyond the machine-wide shift of {shift - 1:+.1%}"
         verdicts[pid] = v

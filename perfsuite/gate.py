@@ -29,6 +29,7 @@ class ResultSet:
     errors: dict[str, str]
     source: str
     stats: dict[str, dict]
+    runs: dict[str, list[float]] | None = None  # baseline: medians of the stored runs
 
 
 def from_records(records: list[dict], fingerprint: dict, source: str = "this run") -> ResultSet:
@@ -54,6 +55,7 @@ def from_baseline(data: dict, source: str) -> ResultSet:
         {},
         source,
         {k: e["stats"] for k, e in data["entries"].items()},
+        {k: e.get("runs", []) for k, e in data["entries"].items()},
     )
 
 
@@ -93,7 +95,7 @@ def evaluate(base: ResultSet, cur: ResultSet, cfg: GateConfig | None = None) -> 
             PointVerdict(i, "incomparable", reason=f"different hardware: {named}") for i in ids
         ]
         return Comparison(verdicts, False, must, notes, software, None)
-    verdicts = compare_samples(base.samples, cur.samples, cfg, cur.errors)
+    verdicts = compare_samples(base.samples, cur.samples, cfg, cur.errors, base.runs)
     shift = None
     for v in verdicts:
         if "machine-wide shift" in v.reason:

@@ -111,9 +111,15 @@ def finish(session, config) -> Outcome:
                 session.profile.name,
                 session.records,
                 update=config.getoption("perf_update_baseline"),
+                add_run=config.getoption("perf_add_baseline_run"),
             )
             out.lines.append(
-                f"baseline saved: {saved} ({len(added)} added, {len(updated)} replaced)"
+                f"baseline saved: {saved} ({len(added)} added, {len(updated)} "
+                + (
+                    "given another run)"
+                    if config.getoption("perf_add_baseline_run")
+                    else "replaced)"
+                )
             )
         except store.BaselineError as exc:
             out.lines.append(f"baseline NOT saved: {exc}")

@@ -132,6 +132,13 @@ def pytest_addoption(parser):
         help="with --perf-save-baseline: replace existing entries (default: off)",
     )
     g.addoption(
+        "--perf-add-baseline-run",
+        action="store_true",
+        default=False,
+        help="with --perf-save-baseline: add this run to existing entries' run history, "
+        "from which the gate learns between-run noise (default: off)",
+    )
+    g.addoption(
         "--perf-fail-on",
         choices=("regression", "unstable", "never"),
         default="regression",

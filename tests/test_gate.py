@@ -241,3 +241,28 @@ def test_offline_compare_cli(tmp_path):
     )
     assert r.returncode == 2 and "neither a baseline file nor a perfsuite run" in r.stderr
     assert load_results(b).samples.keys() == load_results(c).samples.keys()
+
+
+def test_between_run_noise_from_baseline_runs_prevents_false_alarms():
+    """A point whose whole runs wander by ~4% (seen on this shared VM) must not be flagged
+    for a 7% shift once the baseline holds several runs; a 25% shift still is."""
+    base = {"a": stream(0.01)}
+    runs = {"a": [0.0100, 0.0104, 0.0096, 0.0108, 0.0099]}
+    cur = {"a": stream(0.01, 1.07)}
+    (v,) = compare_samples(base, cur, FAST, baseline_runs=runs)
+    assert v.verdict == "unchanged" and "between-run CV" in v.reason
+    (v,) = compare_samples(base, {"a": stream(0.01, 1.25)}, FAST, baseline_runs=runs)
+    assert v.verdict == "regressed"
+    (v,) = compare_samples(base, cur, FAST)  # one run only: the 7% shift is flagged
+    assert v.verdict == "regressed"
+
+
+def test_add_run_keeps_run_history(tmp_path):
+    fp = _fp()
+    store.save(tmp_path, fp, "p", [_record("a", stream(0.01))])
+    path, _, again = store.save(tmp_path, fp, "p", [_record("a", stream(0.01, 1.02))], add_run=True)
+    data = store.load(path)
+    assert again == ["a"] and len(data["entries"]["a"]["runs"]) == 2
+    assert data["history"][-1]["action"] == "run-added"
+    store.save(tmp_path, fp, "p", [_record("a", stream(0.01))], update=True)
+    assert len(store.load(path)["entries"]["a"]["runs"]) == 1  # accepted change: restart
