@@ -224,6 +224,8 @@ def collect_software() -> dict:
         from threadpoolctl import threadpool_info
 
         libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        # scipy may load its own OpenBLAS too; numpy's is the one matmul uses.
+        libs.sort(key=lambda i: "numpy" not in (i.get("filepath") or ""))
         if libs:
             lib = libs[0]
             blas = f"{lib.get('internal_api')} {lib.get('version')} ({lib.get('architecture')})"

@@ -35,10 +35,10 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
     for v in regressed:
         if v.id not in points:
             continue
-        again = session.run(points[v.id])
+        again = session.run(points[v.id], keep=False)
         ctrl_moved = False
         if control is not None:
-            ctrl = session.run(points[control.id])
+            ctrl = session.run(points[control.id], keep=False)
             if ctrl["status"] == "ok":
                 cv = compare_samples(
                     {control.id: base.samples[control.id]},
@@ -57,7 +57,13 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
             v.verdict, v.confirmed = "unstable", None
             v.reason = f"control point {control.id} moved too on re-measure: machine noise"
         else:
-            v.confirmed = re.verdict == "regressed"
+            # Confirmed only if the slowdown repeats at the practical size, not merely
+            # significantly: a +3% re-measure of a +20% first reading is noise, not a repeat.
+            v.confirmed = bool(
+                re.verdict == "regressed"
+                and re.change is not None
+                and re.change >= cfg.threshold_for(v.id)
+            )
             v.reason = f"re-measured {re.change * 100:+.1f}%" if re.change is not None else v.reason
 
 

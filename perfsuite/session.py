@@ -85,8 +85,9 @@ class PerfSession:
             self.gates[key] = accuracy.evaluate(model, variant, point.framework)
         return self.gates[key]
 
-    def run(self, point: Point) -> dict:
-        """Measure one point (in a bound worker when it asks for a NUMA node)."""
+    def run(self, point: Point, *, keep: bool = True) -> dict:
+        """Measure one point (in a bound worker when it asks for a NUMA node). keep=False
+        (confirmation re-measures) writes the record but leaves it out of this run's results."""
         from perfsuite.isolation import WorkerError, run_isolated
         from perfsuite.runner import run_point
 
@@ -125,12 +126,17 @@ class PerfSession:
                 error=str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__,
                 error_detail=str(exc),
             )
-        self._write(record)
-        self.records.append(record)
+        if keep:
+            self._write(record)
+            self.records.append(record)
+        else:
+            record["remeasure"] = True
+            self._write(record, suffix=".remeasure")
         return record
 
-    def _write(self, record: dict) -> None:
-        path = self.run_dir / "points" / f"{record['id']}.json"
+    def _write(self, record: dict, suffix: str = "") -> None:
+        folder = "remeasured" if suffix else "points"
+        path = self.run_dir / folder / f"{record['id']}{suffix}.json"
         atomic_write_text(path, json.dumps(record, indent=1, default=json_default))
 
     def write_summary(self) -> Path | None:
