@@ -1,0 +1,88 @@
+"""Hardware counters around a command with ``perf stat`` (the article's cache-miss advice).
+
+Events the PMU cannot count are recorded as ``unsupported`` with perf's reason, never as
+zeros: in many VMs (this development VM included) every hardware event reads
+``<not supported>``. Derived figures (IPC, misses per 1k instructions) exist only when their
+inputs were counted.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+EVENTS = ("cycles", "instructions", "cache-references", "cache-misses", "LLC-load-misses")
+
+
+@dataclass
+class CounterResult:
+    counts: dict[str, int] = field(default_factory=dict)
+    unsupported: dict[str, str] = field(default_factory=dict)  # event -> reason
+    derived: dict[str, float] = field(default_factory=dict)
+    returncode: int | None = None
+
+    def as_dict(self) -> dict:
+        return {
+            "counts": self.counts,
+            "unsupported": self.unsupported,
+            "derived": self.derived,
+            "returncode": self.returncode,
+        }
+
+
+def parse_perf_csv(text: str, events=EVENTS) -> CounterResult:
+    """Parse ``perf stat -x,`` output (value,unit,event,run time,percent,...)."""
+    res = CounterResult()
+    for line in text.splitlines():
+        parts = line.split(",")
+        if len(parts) < 3 or parts[2] not in events:
+            continue
+        value, event = parts[0].strip(), parts[2]
+        if value.startswith("<"):
+            res.unsupported[event] = value.strip("<>")  # "not supported" / "not counted"
+            continue
+        try:
+            res.counts[event] = int(float(value))
+        except ValueError:
+            res.unsupported[event] = f"unparsable value {value!r}"
+    for event in events:
+        if event not in res.counts and event not in res.unsupported:
+            res.unsupported[event] = "not reported by perf"
+    c = res.counts
+    if c.get("cycles") and "instructions" in c:
+        res.derived["ipc"] = c["instructions"] / c["cycles"]
+    if c.get("instructions"):
+        for miss in ("cache-misses", "LLC-load-misses"):
+            if miss in c:
+                res.derived[f"{miss}_per_1k_instructions"] = 1000 * c[miss] / c["instructions"]
+    return res
+
+
+def perf_stat(cmd: list[str], events=EVENTS, timeout: float = 600) -> CounterResult:
+    """Run ``cmd`` under ``perf stat``; every event is either counted or unsupported."""
+    perf = shutil.which("perf")
+    if perf is None:
+        res = CounterResult()
+        res.unsupported = dict.fromkeys(events, "perf is not installed (Debian: linux-perf)")
+        return res
+    proc = subprocess.run(
+        [perf, "stat", "-x,", "-e", ",".join(events), "--", *cmd],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    res = parse_perf_csv(proc.stderr, events)
+    res.returncode = proc.returncode
+    if proc.returncode != 0 and not res.counts:
+        reason = (proc.stderr.strip().splitlines() or ["perf failed"])[-1]
+        res.unsupported = dict.fromkeys(events, f"perf stat failed: {reason}")
+    return res
+
+
+def pmu_available() -> tuple[bool, str]:
+    """(True, "") when perf counts instructions here, else (False, the reason)."""
+    res = perf_stat(["true"], events=("instructions",), timeout=60)
+    if "instructions" in res.counts:
+        return True, ""
+    return False, res.unsupported.get("instructions", "unknown")
