@@ -95,6 +95,56 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_qualify(args) -> int:
+    """Qualify this server against its SKU reference; exit 1 on any FAIL."""
+    import time
+
+    from perfsuite import qualify
+    from perfsuite.cache import atomic_write_text, json_default
+    from perfsuite.fingerprint import fingerprint
+    from perfsuite.topology import read_topology
+
+    t0 = time.perf_counter()
+    fp = fingerprint("/")
+    try:
+        ref = qualify.load_reference(args.reference, fp["hardware_class"])
+        qualify.check_sku(fp["fields"], ref)
+    except qualify.QualifyError as exc:
+        print(f"perfsuite qualify: {exc}", file=sys.stderr)
+        return 2
+    measurements = qualify.measure(read_topology("/"), quick=args.quick)
+    checks = qualify.evaluate(fp["fields"], measurements, ref)
+    result = qualify.verdict(checks)
+    for c in checks:
+        print(
+            f"{c.status:<5} {c.group:<10} {c.name:<48} measured {c.measured!s:<22} "
+            f"expected {c.expected!s:<18} {c.detail}"
+        )
+    elapsed = time.perf_counter() - t0
+    print(
+        f"qualification of {fp['hardware_class']} against '{ref['sku']}': {result} "
+        f"({elapsed:.0f} s)"
+    )
+    out = Path(args.out)
+    report = {
+        "schema": "perfsuite.qualification/1",
+        "verdict": result,
+        "reference": ref,
+        "fingerprint": fp,
+        "measurements": measurements,
+        "seconds": elapsed,
+        "checks": [c.as_dict() for c in checks],
+    }
+    atomic_write_text(
+        out / "qualification.json", json.dumps(report, indent=1, default=json_default)
+    )
+    atomic_write_text(
+        out / "qualification.html", qualify.html(checks, f"qualification of {fp['hardware_class']}")
+    )
+    print(f"reports: {out / 'qualification.json'}, {out / 'qualification.html'}")
+    return 1 if result == "FAIL" else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="perfsuite", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -132,6 +182,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="write gate.md, gate-junit.xml and gate.html here (default: none)",
     )
     cmp_.set_defaults(func=cmd_compare)
+    q = sub.add_parser("qualify", help="qualify this server against its SKU reference")
+    q.add_argument(
+        "--reference",
+        type=Path,
+        default=None,
+        help="reference JSON (default: the shipped one for this hardware class)",
+    )
+    q.add_argument(
+        "--out",
+        type=Path,
+        default=Path("qualification"),
+        help="directory for the JSON and HTML reports (default: qualification)",
+    )
+    q.add_argument(
+        "--quick",
+        action="store_true",
+        help="smaller arrays and fewer repeats (seconds instead of a minute)",
+    )
+    q.set_defaults(func=cmd_qualify)
     return parser
 
 

@@ -1,0 +1,116 @@
+"""Run a function in a worker bound to a placement, by the preferred mechanism:
+
+1. ``numactl`` when installed: ``numactl --physcpubind=... --membind=... python -m
+   perfsuite.worker`` (job on stdin);
+2. otherwise in-process ``sched_setaffinity`` + ``set_mempolicy`` in a spawned worker.
+
+Either way the worker reports the binding the kernel has in force, and it is checked against
+the request: a binding that did not take is a ``BindingError`` for that run, never a silent
+unbound measurement. Shards run one worker per placement, started together.
+"""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from perfsuite.isolation import WorkerCrashed, WorkerError, WorkerTimeout, run_isolated
+from perfsuite.numa import BindingError
+from perfsuite.placement import Placement
+from perfsuite.topology import parse_cpulist
+
+MECHANISMS = ("auto", "numactl", "syscall")
+
+
+def _bind_then_call(cpus, mem_nodes, fn, args, kwargs):
+    from perfsuite import numa
+
+    binding = numa.bind(list(cpus), list(mem_nodes) if mem_nodes is not None else None)
+    return {"result": fn(*args, **kwargs), "binding": binding.as_dict()}
+
+
+def _verify(placement: Placement, binding: dict, mechanism: str) -> None:
+    got_cpus = parse_cpulist(binding["cpus_allowed"])
+    if got_cpus != sorted(placement.cpus):
+        raise BindingError(
+            f"{mechanism}: asked for CPUs {list(placement.cpus)}, worker runs on "
+            f"{binding['cpus_allowed']}"
+        )
+    if placement.mem_nodes is not None:
+        nodes = parse_cpulist(binding["mempolicy_nodes"] or "")
+        if binding["mempolicy"] != "bind" or nodes != sorted(placement.mem_nodes):
+            raise BindingError(
+                f"{mechanism}: asked for memory on node(s) "
+                f"{list(placement.mem_nodes)}, worker has policy "
+                f"{binding['mempolicy']} {binding['mempolicy_nodes']}"
+            )
+
+
+def _numactl(placement, fn, args, kwargs, timeout):
+    import os
+
+    cmd = ["numactl", *placement.numactl_args(), sys.executable, "-m", "perfsuite.worker"]
+    # The job is pickled by reference: the worker must import what the parent can.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    try:
+        proc = subprocess.run(
+            cmd,
+            input=pickle.dumps((fn, args, kwargs)),
+            capture_output=True,
+            timeout=timeout,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        raise WorkerTimeout(f"numactl worker gave no answer within {timeout:g} s; killed") from None
+    if proc.returncode != 0 or not proc.stdout:
+        err = proc.stderr.decode(errors="replace").strip().splitlines()
+        if proc.returncode < 0:
+            raise WorkerCrashed(f"numactl worker killed by signal {-proc.returncode}")
+        raise BindingError(
+            f"numactl {' '.join(placement.numactl_args())} failed "
+            f"(exit {proc.returncode}): {err[-1] if err else 'no output'}"
+        )
+    status, payload = pickle.loads(proc.stdout)
+    if status != "ok":
+        raise WorkerError(payload)
+    return payload
+
+
+def run_bound(
+    fn, *args, placement: Placement, mechanism: str = "auto", timeout: float = 600, **kwargs
+) -> dict:
+    """{'result', 'binding', 'mechanism'} of fn(*args, **kwargs) run under ``placement``."""
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"binding mechanism {mechanism!r}: use one of {', '.join(MECHANISMS)}")
+    use = mechanism
+    if mechanism == "auto":
+        use = "numactl" if shutil.which("numactl") else "syscall"
+    if use == "numactl":
+        if not shutil.which("numactl"):
+            raise BindingError("numactl was requested but is not installed (Debian: numactl)")
+        out = _numactl(placement, fn, args, kwargs, timeout)
+    else:
+        out = run_isolated(
+            _bind_then_call, placement.cpus, placement.mem_nodes, fn, args, kwargs, timeout=timeout
+        ).value
+    _verify(placement, out["binding"], use)
+    out["mechanism"] = use
+    out["placement"] = placement.label
+    return out
+
+
+def run_shards(
+    fn, *args, placements: list[Placement], mechanism: str = "auto", timeout: float = 600, **kwargs
+) -> list[dict]:
+    """One bound worker per placement, all started together (the multi-socket recipe)."""
+    with ThreadPoolExecutor(max_workers=len(placements)) as pool:
+        futures = [
+            pool.submit(
+                run_bound, fn, *args, placement=p, mechanism=mechanism, timeout=timeout, **kwargs
+            )
+            for p in placements
+        ]
+        return [f.result() for f in futures]

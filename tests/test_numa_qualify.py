@@ -1,0 +1,165 @@
+"""NUMA binding mechanisms on this one-node host, shards, and qualification checks with
+injected measurements on fixture topologies."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from perfsuite import bound, numa, placement, qualify
+from perfsuite.fingerprint import fingerprint
+from perfsuite.topology import read_topology
+
+HOST = read_topology("/")
+HAVE_NUMACTL = shutil.which("numactl") is not None
+
+
+def _pid_and_status():
+    return os.getpid(), numa.read_status()
+
+
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        pytest.param(
+            "numactl", marks=pytest.mark.skipif(not HAVE_NUMACTL, reason="numactl is not installed")
+        ),
+        "syscall",
+    ],
+)
+def test_real_binding_to_node0_is_verified(mechanism):
+    p = placement.node(HOST, 0)
+    out = bound.run_bound(_pid_and_status, placement=p, mechanism=mechanism, timeout=120)
+    pid, status = out["result"]
+    assert pid != os.getpid() and out["mechanism"] == mechanism
+    assert out["binding"]["mempolicy"] == "bind" and out["binding"]["mempolicy_nodes"] == "0"
+    assert status["Cpus_allowed_list"] == out["binding"]["cpus_allowed"]
+
+
+def test_auto_falls_back_to_syscalls_without_numactl(monkeypatch):
+    monkeypatch.setattr(bound.shutil, "which", lambda name: None)  # hide numactl
+    out = bound.run_bound(
+        os.getpid, placement=placement.cpus(HOST, [HOST.online[-1]], (0,)), timeout=120
+    )
+    assert out["mechanism"] == "syscall"
+    assert out["binding"]["cpus_allowed"] == str(HOST.online[-1])
+    with pytest.raises(numa.BindingError, match="numactl was requested but is not installed"):
+        bound.run_bound(os.getpid, placement=placement.node(HOST, 0), mechanism="numactl")
+
+
+def test_a_binding_that_cannot_apply_is_an_error():
+    bogus = placement.Placement("bogus", (0,), (7,))  # node 7 does not exist here
+    with pytest.raises(Exception, match="node|Invalid argument|failed"):
+        bound.run_bound(os.getpid, placement=bogus, mechanism="syscall", timeout=120)
+    with pytest.raises(ValueError, match="binding mechanism 'taskset'"):
+        bound.run_bound(os.getpid, placement=bogus, mechanism="taskset")
+
+
+def test_real_shard_run_one_worker_per_node():
+    shards = bound.run_shards(os.getpid, placements=placement.shards(HOST, "node"), timeout=120)
+    assert len(shards) == len(HOST.numa_nodes)
+    assert len({s["result"] for s in shards}) == len(shards)  # separate processes
+    assert all(s["binding"]["mempolicy"] == "bind" for s in shards)
+
+
+# -- qualification ---------------------------------------------------------------------------
+
+REFS = qualify.shipped_references()
+
+
+def _measurements(nodes, bw, peak=78.0):
+    return {
+        "bandwidth_gbs": dict.fromkeys(range(nodes), bw),
+        "fma_per_core": peak,
+        "fma_all_cores_per_core": peak * 0.97,
+        "gemm_efficiency": 0.7,
+        "fma_repeats": [peak, peak * 0.99, peak * 1.01],
+    }
+
+
+def _fields(host_tree, name):
+    return fingerprint(host_tree(name), software=False)["fields"]
+
+
+def test_7763_passes_with_expected_measurements(host_tree):
+    ref = json.loads(REFS["epyc-7763-2s-nps4.json"].read_text())
+    fields = _fields(host_tree, "epyc7763-2s-nps4")
+    checks = qualify.evaluate(fields, _measurements(8, 39.0), ref)
+    bad = [c for c in checks if c.status == "FAIL"]
+    assert not bad, bad
+    assert all(c.status == "PASS" for c in checks if c.group in ("topology", "bandwidth"))
+
+
+def test_one_node_with_half_bandwidth_fails_naming_it(host_tree):
+    ref = json.loads(REFS["epyc-7763-2s-nps4.json"].read_text())
+    m = _measurements(8, 39.0)
+    m["bandwidth_gbs"][5] = 19.5
+    checks = qualify.evaluate(_fields(host_tree, "epyc7763-2s-nps4"), m, ref)
+    by_name = {c.name: c for c in checks}
+    assert by_name["node5 triad GB/s"].status == "FAIL"
+    assert by_name["node symmetry"].status == "FAIL"
+    assert "node5 at 50% of the fastest node" in by_name["node symmetry"].detail
+    assert qualify.verdict(checks) == "FAIL"
+
+
+def test_slow_clock_and_settings_warn(host_tree):
+    ref = json.loads(REFS["epyc-9654-1s-nps1.json"].read_text())
+    fields = _fields(host_tree, "epyc9654-1s-nps1")
+    m = _measurements(1, 345.0, peak=70.0)  # 91% of the expected per-core FMA rate
+    checks = qualify.evaluate(fields, m, ref)
+    by_name = {c.name: c for c in checks}
+    assert by_name["FMA GFLOP/s, one core"].status == "WARN"
+    assert by_name["os.numa_balancing"].status == "WARN"  # fixture has it on
+    assert "recommended: False" in by_name["os.numa_balancing"].detail
+    assert qualify.verdict(checks) == "WARN"
+
+
+def test_wrong_topology_fails(host_tree):
+    ref = json.loads(REFS["epyc-7763-2s-nps4.json"].read_text())
+    fields = dict(_fields(host_tree, "epyc7763-2s-nps4"), **{"numa.node_count": 2})
+    checks = qualify.evaluate(fields, _measurements(2, 39.0), ref)
+    assert {c.name for c in checks if c.status == "FAIL"} == {"numa.node_count"}
+
+
+def test_reference_for_another_sku_is_a_clear_error(host_tree):
+    ref = json.loads(REFS["epyc-9654-1s-nps1.json"].read_text())
+    with pytest.raises(qualify.QualifyError, match="is for cpu.microarchitecture = zen4"):
+        qualify.evaluate(_fields(host_tree, "epyc7763-2s-nps4"), _measurements(8, 39), ref)
+
+
+def test_qualify_cli_on_this_host(tmp_path):
+    r = subprocess.run(
+        [sys.executable, "-m", "perfsuite.cli", "qualify", "--quick", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if r.returncode == 2 and "no shipped reference" in r.stderr:
+        pytest.skip(f"no reference for this host's class: {r.stderr.strip()}")
+    assert r.returncode in (0, 1), r.stderr
+    report = json.loads((tmp_path / "qualification.json").read_text())
+    assert report["verdict"] in ("PASS", "WARN", "FAIL")
+    assert {c["group"] for c in report["checks"]} >= {"topology", "bandwidth", "compute"}
+    assert (tmp_path / "qualification.html").read_text().startswith("<!doctype html>")
+    bad = tmp_path / "other.json"
+    bad.write_text(REFS["epyc-9654-1s-nps1.json"].read_text())
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "perfsuite.cli",
+            "qualify",
+            "--reference",
+            str(bad),
+            "--quick",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 2 and "choose the reference of its SKU" in r.stderr
