@@ -163,3 +163,9 @@ def test_qualify_cli_on_this_host(tmp_path):
         timeout=600,
     )
     assert r.returncode == 2 and "choose the reference of its SKU" in r.stderr
+
+
+def test_bandwidth_matrix_on_this_host():
+    m = bound.bandwidth_matrix(HOST, n=1 << 20, repeats=1, timeout=120)
+    assert set(m) == set(placement.matrix(HOST))
+    assert all(v > 0 for v in m.values())
