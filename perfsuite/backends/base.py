@@ -5,6 +5,7 @@ error for that point, never a crashed run."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -85,11 +86,14 @@ class Session(ABC):
 
 
 class Backend(ABC):
-    name: str = ""
+    name: str = ""  # also the distribution name on PyPI
 
-    @abstractmethod
     def version(self) -> str | None:
         """Installed version, or None when the framework is not installed."""
+        try:
+            return importlib.metadata.version(self.name)
+        except importlib.metadata.PackageNotFoundError:
+            return None
 
     def require(self) -> None:
         if self.version() is None:

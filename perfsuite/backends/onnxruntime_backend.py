@@ -8,7 +8,6 @@ pool size (the calling thread counts as one); ``cpus`` pins the pool's extra thr
 
 from __future__ import annotations
 
-import importlib.metadata
 from pathlib import Path
 
 import numpy as np
@@ -91,12 +90,6 @@ class OrtSession(Session):
 
 class OnnxRuntimeBackend(Backend):
     name = "onnxruntime"
-
-    def version(self) -> str | None:
-        try:
-            return importlib.metadata.version("onnxruntime")
-        except importlib.metadata.PackageNotFoundError:
-            return None
 
     def prepare(self, model: Path, config: RunConfig) -> Session:
         self.require()

@@ -15,7 +15,6 @@ must never hang.
 
 from __future__ import annotations
 
-import importlib.metadata
 import time
 from pathlib import Path
 
@@ -137,12 +136,6 @@ class OvSession(Session):
 
 class OpenVinoBackend(Backend):
     name = "openvino"
-
-    def version(self) -> str | None:
-        try:
-            return importlib.metadata.version("openvino")
-        except importlib.metadata.PackageNotFoundError:
-            return None
 
     def prepare(self, model: Path, config: RunConfig) -> Session:
         self.require()
