@@ -86,3 +86,44 @@ def pmu_available() -> tuple[bool, str]:
     if "instructions" in res.counts:
         return True, ""
     return False, res.unsupported.get("instructions", "unknown")
+
+
+class PerfAttach:
+    """``with PerfAttach(pid) as c: ...`` counts events of a running process (all its threads)
+    for the duration of the block: ``perf stat -p PID``, stopped with SIGINT. ``c.result``
+    holds counts or the reasons events are unsupported."""
+
+    def __init__(self, pid: int, events=EVENTS):
+        self.pid, self.events = pid, tuple(events)
+        self.result: CounterResult | None = None
+        self._proc = None
+
+    def __enter__(self):
+        perf = shutil.which("perf")
+        if perf is None:
+            self.result = CounterResult(
+                unsupported=dict.fromkeys(self.events, "perf is not installed (Debian: linux-perf)")
+            )
+            return self
+        self._proc = subprocess.Popen(
+            [perf, "stat", "-x,", "-e", ",".join(self.events), "-p", str(self.pid)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self._proc is None:
+            return False
+        self._proc.send_signal(signal.SIGINT)
+        try:
+            _, err = self._proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            _, err = self._proc.communicate()
+        self.result = parse_perf_csv(err or "", self.events)
+        self.result.returncode = self._proc.returncode
+        return False

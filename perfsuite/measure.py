@@ -26,6 +26,7 @@ class Protocol:
     max_warmup_time: float = 30.0
     stable_within: float = 0.05  # warm-up ends when the median of the last 5 calls is within
     max_time: float = 120.0  # this fraction of the 5 before (or max_warmup_time passes)
+    counters: bool = False  # perf stat on the measurement window (perfsuite.counters)
 
 
 def warm_up(call: Callable[[], object], p: Protocol) -> dict:
@@ -49,8 +50,11 @@ def warm_up(call: Callable[[], object], p: Protocol) -> dict:
             return {"calls": len(times), "seconds": elapsed, "stable": False}
 
 
-def measure_latency(call: Callable[[], object], p: Protocol) -> tuple[list[float], dict]:
-    warm = warm_up(call, p)
+def measure_latency(
+    call: Callable[[], object], p: Protocol, warm: dict | None = None
+) -> tuple[list[float], dict]:
+    """Warm up (unless ``warm`` says it was done), then time calls for the window."""
+    warm = warm if warm is not None else warm_up(call, p)
     samples: list[float] = []
     t0 = time.perf_counter()
     while True:

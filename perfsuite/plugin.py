@@ -152,6 +152,13 @@ def pytest_addoption(parser):
         help="practical threshold, relative (default: 0.05, or [tool.perfsuite.gate])",
     )
     g.addoption(
+        "--perf-counters",
+        action="store_true",
+        default=False,
+        help="perf stat (cycles, instructions, cache misses) around each measurement window; "
+        "unsupported events are recorded with the reason (default: off)",
+    )
+    g.addoption(
         "--perf-plan",
         action="store_true",
         default=False,
@@ -188,7 +195,9 @@ def pytest_configure(config):
         profile = select_profile(profiles, name, _overrides(config))
     except PlanError as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
-    config.stash[SESSION] = _LazySession(profile, config.getoption("perf_out"))
+    config.stash[SESSION] = _LazySession(
+        profile, config.getoption("perf_out"), config.getoption("perf_counters")
+    )
     config.stash[GATE] = _gate_config(config)
 
 
@@ -222,9 +231,10 @@ def _gate_config(config):
 class _LazySession:
     """Reads the topology and fingerprint only when a sweep test is collected."""
 
-    def __init__(self, profile, out_dir):
+    def __init__(self, profile, out_dir, counters=False):
         self.profile = profile
         self.out_dir = out_dir
+        self.counters = counters
         self._session = None
 
     def get(self):
@@ -233,9 +243,10 @@ class _LazySession:
             from perfsuite.session import PerfSession
             from perfsuite.topology import read_topology
 
-            self._session = PerfSession(
+            self._session = session = PerfSession(
                 self.profile, self.out_dir, read_topology("/"), fingerprint("/")
             )
+            session.counters = self.counters
         return self._session
 
     @property

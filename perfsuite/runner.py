@@ -9,8 +9,20 @@ INFERENCE_NUM_THREADS, and the BLAS pool (threadpoolctl) of the process.
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 
-from perfsuite.measure import Protocol, measure_latency, summarize
+from perfsuite.measure import Protocol, measure_latency, summarize, warm_up
+
+
+def _counted(p: Protocol):
+    """perf stat attached to this process for the measurement window, when asked."""
+    if not p.counters:
+        return nullcontext(None)
+    import os
+
+    from perfsuite.counters import PerfAttach
+
+    return PerfAttach(os.getpid())
 
 
 def place(numa_node: int | None) -> tuple[dict, tuple[int, ...] | None]:
@@ -89,11 +101,15 @@ def run_point(point: dict, protocol: dict) -> dict:
             inputs = model.inputs(point["batch"])
             setup_s = time.perf_counter() - t_setup
             if point["mode"] == "latency":
-                samples, info = measure_latency(_slowed(session.callable(inputs)), p)
+                call = _slowed(session.callable(inputs))
+                warm = warm_up(call, p)
+                with _counted(p) as counted:
+                    samples, info = measure_latency(call, p, warm)
                 stats = summarize(samples, items_per_call=point["batch"])
             else:
                 session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded
-                run = session.run_throughput(inputs, seconds=p.min_time)
+                with _counted(p) as counted:
+                    run = session.run_throughput(inputs, seconds=p.min_time)
                 samples = run.latencies_s
                 info = {"window_s": run.seconds, "items": run.items}
                 stats = summarize(samples, items_per_call=point["batch"], window_s=run.seconds)
@@ -102,6 +118,7 @@ def run_point(point: dict, protocol: dict) -> dict:
         f.stat().st_size for f in [variant.path, variant.path.with_suffix(".bin")] if f.exists()
     )
     return {
+        "counters": counted.result.as_dict() if counted and counted.result else None,
         "samples_s": samples,
         "stats": stats,
         "protocol": info,

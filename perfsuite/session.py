@@ -31,6 +31,7 @@ class PerfSession:
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         self.run_dir = Path(out_dir) / f"{stamp}-{profile.name}"
         self.records: list[dict] = []
+        self.counters = False  # perf stat around each measurement window (--perf-counters)
         self.gates: dict = {}
         self._points: list[Point] | None = None
 
@@ -70,6 +71,7 @@ class PerfSession:
             "min_samples": p.min_samples,
             "warmup_time": p.warmup_time,
             "warmup_calls": p.warmup_calls,
+            "counters": self.counters,
         }
 
     def gate(self, point: Point):

@@ -208,3 +208,15 @@ def test_profile_errors():
 
         make_profile("x", {"models": ["small_cnn"]})
     assert sys.version_info >= (3, 11)
+
+
+def test_counters_are_recorded_or_marked_unsupported(sweep, tmp_path):
+    out = tmp_path / "results"
+    r = sweep.runpytest(*FAST, "--perf-counters", "--perf-numa-nodes", "none",
+                        "--perf-precisions", "fp32", "--perf-out", str(out))
+    r.assert_outcomes(passed=1)
+    rec = json.loads(next(out.glob("*/points/*.json")).read_text())
+    c = rec["counters"]
+    assert set(c["counts"]) | set(c["unsupported"]) == {
+        "cycles", "instructions", "cache-references", "cache-misses", "LLC-load-misses"}
+    assert all(v > 0 for v in c["counts"].values())  # never zeros standing in for "unknown"
