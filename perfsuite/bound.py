@@ -133,3 +133,26 @@ def bandwidth_matrix(
         )
         out[(cpu_node, mem_node)] = res["result"]
     return out
+
+
+def inference_matrix(
+    point: dict, protocol: dict, topo, *, mechanism: str = "auto", timeout: float = 900
+) -> dict[tuple[int, int], dict]:
+    """Inference stats of one sweep point (its numa_node ignored) with the threads on CPU node
+    i and the memory on node j, for every pair: local vs remote latency and throughput."""
+    from perfsuite import placement as pl
+    from perfsuite.runner import measure_in_place
+
+    out = {}
+    for cpu_node, mem_node in pl.matrix(topo):
+        p = pl.Placement(f"cpu{cpu_node}-mem{mem_node}", pl.node(topo, cpu_node).cpus, (mem_node,))
+        res = run_bound(
+            measure_in_place,
+            dict(point, numa_node=None),
+            protocol,
+            placement=p,
+            mechanism=mechanism,
+            timeout=timeout,
+        )
+        out[(cpu_node, mem_node)] = res["result"]["stats"]
+    return out

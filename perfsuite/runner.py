@@ -78,14 +78,33 @@ def _inject_fault() -> None:
 
 
 def run_point(point: dict, protocol: dict) -> dict:
+    t_setup = time.perf_counter()
+    binding, cpus = place(point["numa_node"])
+    _inject_fault()
+    return measure_point(point, protocol, binding, cpus, t_setup)
+
+
+def measure_in_place(point: dict, protocol: dict) -> dict:
+    """measure_point in a process someone else already bound (numactl, bound.run_bound)."""
+    import os
+
+    from perfsuite import numa
+
+    return measure_point(
+        point,
+        protocol,
+        numa.current_binding("external").as_dict(),
+        tuple(sorted(os.sched_getaffinity(0))),
+        time.perf_counter(),
+    )
+
+
+def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: float) -> dict:
     from threadpoolctl import threadpool_limits
 
     from perfsuite import models, quantize
     from perfsuite.backends import RunConfig, get_backend
 
-    t_setup = time.perf_counter()
-    binding, cpus = place(point["numa_node"])
-    _inject_fault()
     with threadpool_limits(point["threads"]):
         model = models.get(point["model"])
         variant = quantize.prepare(model, point["precision"], point["framework"])

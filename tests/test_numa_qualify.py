@@ -169,3 +169,19 @@ def test_bandwidth_matrix_on_this_host():
     m = bound.bandwidth_matrix(HOST, n=1 << 20, repeats=1, timeout=120)
     assert set(m) == set(placement.matrix(HOST))
     assert all(v > 0 for v in m.values())
+
+
+def test_inference_matrix_on_this_host():
+    point = {
+        "model": "small_cnn",
+        "framework": "onnxruntime",
+        "precision": "fp32",
+        "threads": 1,
+        "numa_node": None,
+        "batch": 1,
+        "mode": "latency",
+    }
+    protocol = {"min_time": 0.05, "min_samples": 10, "warmup_time": 0.02, "warmup_calls": 2}
+    m = bound.inference_matrix(point, protocol, HOST, timeout=300)
+    assert set(m) == set(placement.matrix(HOST))
+    assert all(s["throughput_ips"] > 0 and s["n"] >= 10 for s in m.values())

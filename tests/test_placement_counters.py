@@ -83,3 +83,15 @@ def test_missing_perf_is_unsupported_with_reason(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     res = counters.perf_stat(["true"])
     assert res.counts == {} and all("not installed" in r for r in res.unsupported.values())
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_simulated_cache_misses_of_a_small_gemm():
+    res = counters.simulated_cache_misses(32, 32, 32)
+    ev = res["events"]
+    # 32^3 = 32768 multiply-adds: at 8 lanes per FMA the kernel needs thousands of
+    # instructions, not millions (only the kernel was collected, not the interpreter).
+    assert 1_000 < ev["Ir"] < 1_000_000
+    assert 0 <= res["d1_miss_rate"] < 0.5
+    with pytest.raises(ValueError, match="too large for simulation"):
+        counters.simulated_cache_misses(1024, 1024, 1024)

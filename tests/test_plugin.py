@@ -212,11 +212,24 @@ def test_profile_errors():
 
 def test_counters_are_recorded_or_marked_unsupported(sweep, tmp_path):
     out = tmp_path / "results"
-    r = sweep.runpytest(*FAST, "--perf-counters", "--perf-numa-nodes", "none",
-                        "--perf-precisions", "fp32", "--perf-out", str(out))
+    r = sweep.runpytest(
+        *FAST,
+        "--perf-counters",
+        "--perf-numa-nodes",
+        "none",
+        "--perf-precisions",
+        "fp32",
+        "--perf-out",
+        str(out),
+    )
     r.assert_outcomes(passed=1)
     rec = json.loads(next(out.glob("*/points/*.json")).read_text())
     c = rec["counters"]
     assert set(c["counts"]) | set(c["unsupported"]) == {
-        "cycles", "instructions", "cache-references", "cache-misses", "LLC-load-misses"}
+        "cycles",
+        "instructions",
+        "cache-references",
+        "cache-misses",
+        "LLC-load-misses",
+    }
     assert all(v > 0 for v in c["counts"].values())  # never zeros standing in for "unknown"
