@@ -113,6 +113,10 @@ def cmd_qualify(args) -> int:
         print(f"perfsuite qualify: {exc}", file=sys.stderr)
         return 2
     measurements = qualify.measure(read_topology("/"), quick=args.quick)
+    if args.inference:
+        measurements["inference"] = qualify.run_inference(
+            args.out, args.baselines, args.inference_profile
+        )
     checks = qualify.evaluate(fp["fields"], measurements, ref)
     result = qualify.verdict(checks)
     for c in checks:
@@ -199,6 +203,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         help="smaller arrays and fewer repeats (seconds instead of a minute)",
+    )
+    q.add_argument(
+        "--inference",
+        action="store_true",
+        help="also run the inference sweep, gated against --baselines (default: off; minutes)",
+    )
+    q.add_argument(
+        "--inference-profile",
+        default="qualification",
+        help="sweep profile for --inference (default: qualification)",
+    )
+    q.add_argument(
+        "--baselines",
+        type=Path,
+        default=Path("baselines"),
+        help="baseline directory for --inference (default: baselines)",
     )
     q.set_defaults(func=cmd_qualify)
     return parser

@@ -203,6 +203,114 @@ def check_settings(fields: dict, ref: dict) -> list[Check]:
     return out
 
 
+_SWEEP_TEST = """
+def test_sweep(perf_point, perf_run):
+    perf_run(perf_point)
+"""
+
+
+def run_inference(
+    out_dir: Path, baselines: Path, profile: str = "qualification", timeout: float = 3600
+) -> dict:
+    """Run the inference sweep of ``profile`` (pytest + the perfsuite plugin, in a scratch
+    directory) gated against ``baselines``; return what the gate said."""
+    import subprocess
+    import sys
+
+    out_dir = Path(out_dir).resolve()
+    work = out_dir / "sweep"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "test_qualification_sweep.py").write_text(_SWEEP_TEST)
+    results = work / "results"
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        str(work),
+        "--benchmark-only",
+        "--perf-profile",
+        profile,
+        "--perf-fail-on",
+        "regression",
+        "--perf-baseline",
+        str(Path(baselines).resolve()),
+        "--perf-out",
+        str(results),
+        "--rootdir",
+        str(work),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=work)
+    runs = sorted(results.glob("*"))
+    junit = runs[-1] / "gate-junit.xml" if runs else None
+    tail = proc.stdout.strip().splitlines()[-1:] or [""]
+    info = {
+        "returncode": proc.returncode,
+        "summary": tail[0],
+        "run_dir": str(runs[-1]) if runs else None,
+        "gate": None,
+    }
+    if junit is not None and junit.exists():
+        from xml.etree import ElementTree as ET
+
+        suite = ET.parse(junit).getroot()
+        info["gate"] = {
+            "points": int(suite.get("tests", 0)),
+            "failures": int(suite.get("failures", 0)),
+        }
+    return info
+
+
+def check_inference(info: dict | None) -> list[Check]:
+    if info is None:
+        return [
+            Check(
+                "inference",
+                "qualification sweep vs the SKU baseline",
+                "SKIP",
+                None,
+                None,
+                "not run (perfsuite qualify --inference runs it)",
+            )
+        ]
+    gate = info.get("gate")
+    if info["returncode"] not in (0, 1):
+        return [
+            Check(
+                "inference",
+                "qualification sweep",
+                "FAIL",
+                info["summary"],
+                "completes",
+                "the sweep itself failed; see " + str(info["run_dir"]),
+            )
+        ]
+    if gate is None:
+        return [
+            Check(
+                "inference",
+                "qualification sweep vs the SKU baseline",
+                "WARN",
+                info["summary"],
+                "a baseline",
+                "no baseline for this class/profile: measured but not judged",
+            )
+        ]
+    status = "FAIL" if gate["failures"] or info["returncode"] == 1 else "PASS"
+    return [
+        Check(
+            "inference",
+            "qualification sweep vs the SKU baseline",
+            status,
+            f"{gate['failures']} of {gate['points']} points failing",
+            "0 failing",
+            f"gate reports in {info['run_dir']}",
+        )
+    ]
+
+
 def evaluate(fields: dict, measurements: dict, ref: dict) -> list[Check]:
     check_sku(fields, ref)
     checks = check_topology(fields, ref)
@@ -215,17 +323,7 @@ def evaluate(fields: dict, measurements: dict, ref: dict) -> list[Check]:
     )
     checks += check_stability(measurements["fma_repeats"], ref)
     checks += check_settings(fields, ref)
-    checks.append(
-        Check(
-            "inference",
-            "qualification sweep vs the SKU baseline",
-            "SKIP",
-            None,
-            None,
-            "run `pytest --benchmark-only --perf-profile qualification` "
-            "(gated against baselines/<class>/qualification.json)",
-        )
-    )
+    checks += check_inference(measurements.get("inference"))
     return checks
 
 

@@ -185,3 +185,36 @@ def test_inference_matrix_on_this_host():
     m = bound.inference_matrix(point, protocol, HOST, timeout=300)
     assert set(m) == set(placement.matrix(HOST))
     assert all(s["throughput_ips"] > 0 and s["n"] >= 10 for s in m.values())
+
+
+def test_inference_check_grades_the_gate():
+    assert qualify.check_inference(None)[0].status == "SKIP"
+    ok = {"returncode": 0, "summary": "", "run_dir": "r", "gate": {"points": 8, "failures": 0}}
+    assert qualify.check_inference(ok)[0].status == "PASS"
+    bad = dict(ok, returncode=1, gate={"points": 8, "failures": 2})
+    assert qualify.check_inference(bad)[0].status == "FAIL"
+    assert qualify.check_inference(dict(ok, gate=None))[0].status == "WARN"
+    crashed = dict(ok, returncode=3)
+    assert qualify.check_inference(crashed)[0].status == "FAIL"
+
+
+def test_qualify_runs_a_real_inference_sweep_against_a_baseline(tmp_path):
+    """The smoke profile stands in for the qualification profile (seconds, not minutes):
+    without a baseline the sweep is measured but not judged (WARN); after saving one, the
+    next qualification judges against it."""
+    info = qualify.run_inference(tmp_path / "q1", tmp_path / "baselines", "smoke")
+    assert info["returncode"] == 0, info
+    (check,) = qualify.check_inference(info)
+    assert check.status == "WARN" and "no baseline" in check.detail
+    run = qualify.Path(info["run_dir"])
+    from perfsuite import baseline
+    from perfsuite.gate import load_results
+
+    records = [json.loads(p.read_text()) for p in sorted((run / "points").glob("*.json"))]
+    summary = json.loads((run / "summary.json").read_text())
+    baseline.save(tmp_path / "baselines", summary["fingerprint"], "smoke", records)
+    info = qualify.run_inference(tmp_path / "q2", tmp_path / "baselines", "smoke")
+    (check,) = qualify.check_inference(info)
+    assert info["gate"] is not None and info["gate"]["points"] == len(records)
+    assert check.status in ("PASS", "FAIL")  # judged against the baseline either way
+    assert load_results(run).samples
