@@ -71,7 +71,9 @@ def finish(session, config) -> Outcome:
     out = Outcome()
     session.write_summary()
     root = config.getoption("perf_baseline")
-    fail_on = config.getoption("perf_fail_on")
+    fail_on = config.getoption("perf_fail_on") or (
+        "regression" if config.getoption("benchmark_only", False) else "never"
+    )
     from perfsuite.plugin import GATE
 
     cfg = config.stash[GATE]

@@ -233,3 +233,35 @@ def test_counters_are_recorded_or_marked_unsupported(sweep, tmp_path):
         "LLC-load-misses",
     }
     assert all(v > 0 for v in c["counts"].values())  # never zeros standing in for "unknown"
+
+
+def test_injected_slowdown_fails_the_gate_end_to_end(sweep, tmp_path, monkeypatch):
+    """Save a baseline, then make every timed call twice as slow: the gate must flag it,
+    confirm it on re-measure, and fail the run only when asked (plain pytest never fails on
+    performance; --benchmark-only defaults to --perf-fail-on regression)."""
+    # Sub-millisecond smoke calls are noisy (CV 20-40%, run-to-run shifts of several %): judge
+    # them anyway, with a 30% practical threshold; the injected slowdown is +100%.
+    sweep.makefile(".toml", pyproject="[tool.perfsuite.gate]\ncv_limit = 2.0\nthreshold = 0.3\n")
+    args = [
+        *FAST,
+        "--perf-min-time",
+        "0.3",
+        "--perf-numa-nodes",
+        "none",
+        "--perf-precisions",
+        "fp32",
+        "--perf-baseline",
+        str(sweep.path / "b"),
+    ]
+    r = sweep.runpytest(*args, "--perf-save-baseline")
+    assert r.ret == 0 and "baseline saved" in r.stdout.str()
+    monkeypatch.setenv("PERFSUITE_FAULT", "slow:1.0")
+    r = sweep.runpytest(*args)
+    out = r.stdout.str()
+    assert r.ret == 0 and "regressed" in out  # reported, not failing plain pytest
+    r = sweep.runpytest(*args, "--perf-fail-on", "regression")
+    out = r.stdout.str()
+    assert r.ret == 1 and "GATE FAILED" in out and "confirmed" in out
+    monkeypatch.delenv("PERFSUITE_FAULT")
+    r = sweep.runpytest(*args, "--perf-fail-on", "regression")  # A/A: same code again
+    assert r.ret == 0 and "GATE FAILED" not in r.stdout.str()
