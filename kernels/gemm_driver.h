@@ -62,11 +62,9 @@ static int GD_NAME(GD_UKERNEL_T uk, ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const
                    ptrdiff_t lda, const GD_TB *B, ptrdiff_t ldb, GD_TC *C, ptrdiff_t ldc,
                    ptrdiff_t MC, ptrdiff_t KC, ptrdiff_t NC, int threads) {
     const ptrdiff_t kc_max = GD_CAT(GD_NAME, _round_up)(KC < K ? KC : K, GD_KSTEP);
-    /* Split M into a multiple of `threads` blocks of at most ~MC rows, so the static schedule
-     * gives every thread the same work (9 blocks on 2 threads would cap the speed-up at 1.6). */
-    ptrdiff_t blocks = (M + MC - 1) / MC;
-    blocks = (blocks + threads - 1) / threads * threads;
-    ptrdiff_t mc_max = GD_CAT(GD_NAME, _round_up)((M + blocks - 1) / blocks, GD_MR);
+    /* Each thread owns a contiguous range of MR-row micro-panels (split as evenly as the
+     * panels allow) and walks it in blocks of at most MC rows. */
+    const ptrdiff_t mc_max = GD_CAT(GD_NAME, _round_up)(MC < M ? MC : M, GD_MR);
     const ptrdiff_t nc_max = GD_CAT(GD_NAME, _round_up)(NC < N ? NC : N, GD_NR);
     size_t b_bytes = (size_t)kc_max * nc_max * sizeof(GD_TB);
     size_t a_bytes = (size_t)kc_max * mc_max * sizeof(GD_TA);
@@ -92,9 +90,13 @@ static int GD_NAME(GD_UKERNEL_T uk, ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const
                 for (ptrdiff_t jr = 0; jr < nc; jr += GD_NR)
                     GD_CAT(GD_NAME, _pack_b_panel)(nc - jr < GD_NR ? nc - jr : GD_NR, kc, kvalid,
                                                    B + pc * ldb + jc + jr, ldb, Bp + jr * kc);
-#pragma omp for schedule(static)
-                for (ptrdiff_t ic = 0; ic < M; ic += mc_max) {
-                    const ptrdiff_t mc = M - ic < mc_max ? M - ic : mc_max;
+                const ptrdiff_t panels = (M + GD_MR - 1) / GD_MR;
+                const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
+                const ptrdiff_t row0 = panels * tid / nt * GD_MR;
+                ptrdiff_t row1 = panels * (tid + 1) / nt * GD_MR;
+                if (row1 > M) row1 = M;
+                for (ptrdiff_t ic = row0; ic < row1; ic += mc_max) {
+                    const ptrdiff_t mc = row1 - ic < mc_max ? row1 - ic : mc_max;
                     GD_CAT(GD_NAME, _pack_a)(mc, kc, A + ic * lda + pc, lda, kvalid, Ap);
                     for (ptrdiff_t jr = 0; jr < nc; jr += GD_NR) {
                         const ptrdiff_t nr = nc - jr < GD_NR ? nc - jr : GD_NR;
@@ -113,6 +115,8 @@ static int GD_NAME(GD_UKERNEL_T uk, ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const
                         }
                     }
                 }
+                /* the next pc step repacks the shared B panel: wait for every thread */
+#pragma omp barrier
             }
         }
     }
