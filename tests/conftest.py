@@ -71,3 +71,18 @@ def isolated_cache(request, tmp_path_factory):
         os.environ.pop("PERFSUITE_CACHE", None)
     else:
         os.environ["PERFSUITE_CACHE"] = old
+
+
+@pytest.fixture
+def empty_node_root(tmp_path, host_tree):
+    """The 2-vCPU guest plus a memory-only NUMA node 1 (CXL, or all its CPUs offline)."""
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(host_tree("kvm-zen3-2vcpu"), root)
+    node1 = root / "sys/devices/system/node/node1"
+    node1.mkdir()
+    (node1 / "cpulist").write_text("\n")
+    (node1 / "meminfo").write_text("Node 1 MemTotal:       1048576 kB\n")
+    (root / "sys/devices/system/node/online").write_text("0-1\n")
+    return root

@@ -97,16 +97,8 @@ def test_simulated_cache_misses_of_a_small_gemm():
         counters.simulated_cache_misses(1024, 1024, 1024)
 
 
-def test_empty_node_is_a_clear_error(tmp_path, host_tree):
-    import shutil as sh
-
-    root = tmp_path / "root"
-    sh.copytree(host_tree("kvm-zen3-2vcpu"), root)
-    node1 = root / "sys/devices/system/node/node1"
-    node1.mkdir()
-    (node1 / "cpulist").write_text("\n")
-    (node1 / "meminfo").write_text("Node 1 MemTotal:       1048576 kB\n")
-    (root / "sys/devices/system/node/online").write_text("0-1\n")
+def test_empty_node_is_a_clear_error(empty_node_root):
+    root = empty_node_root
     topo = read_topology(root)
     with pytest.raises(placement.PlacementError, match="node 1 has no online CPUs"):
         placement.node(topo, 1)

@@ -99,17 +99,9 @@ def test_empty_root_never_crashes(tmp_path):
     assert any("online CPUs" in n for n in t.notes)
 
 
-def test_empty_numa_node(tmp_path, host_tree):
+def test_empty_numa_node(empty_node_root):
     # A memory-only node (CXL or a node whose CPUs are all offline) has an empty cpulist.
-    root = tmp_path / "root"
-    import shutil
-
-    shutil.copytree(host_tree("kvm-zen3-2vcpu"), root)
-    node1 = root / "sys/devices/system/node/node1"
-    node1.mkdir()
-    (node1 / "cpulist").write_text("\n")
-    (node1 / "meminfo").write_text("Node 1 MemTotal:       1048576 kB\n")
-    (root / "sys/devices/system/node/online").write_text("0-1\n")
+    root = empty_node_root
     t = read_topology(root)
     assert [n.cpus for n in t.numa_nodes] == [(0, 1), ()]
     assert t.numa_nodes[1].mem_total_bytes == 1 << 30
