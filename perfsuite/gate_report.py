@@ -140,7 +140,7 @@ def html_report(
         for i in ids:
             data += [base_samples[i] * 1e3, cur_samples[i] * 1e3]
             labels += [f"{i} (base)", f"{i} (curr)"]
-        ax.boxplot(data, vert=False, showfliers=False)
+        ax.boxplot(data, orientation="horizontal", showfliers=False)
         ax.set_yticks(range(1, len(labels) + 1), labels, fontsize=6)
         ax.set_xscale("log")
         ax.set_xlabel("latency per call, ms (log)")

@@ -64,7 +64,8 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
                 and re.change is not None
                 and re.change >= cfg.threshold_for(v.id)
             )
-            v.reason = f"re-measured {re.change * 100:+.1f}%" if re.change is not None else v.reason
+            if re.change is not None:
+                v.reason = "; ".join(x for x in (f"re-measured {re.change:+.1%}", v.reason) if x)
 
 
 def finish(session, config) -> Outcome:

@@ -236,12 +236,15 @@ def test_counters_are_recorded_or_marked_unsupported(sweep, tmp_path):
 
 
 def test_injected_slowdown_fails_the_gate_end_to_end(sweep, tmp_path, monkeypatch):
-    """Save a baseline, then make every timed call twice as slow: the gate must flag it,
+    """Save a baseline, then make every timed call five times as slow: the gate must flag it,
     confirm it on re-measure, and fail the run only when asked (plain pytest never fails on
-    performance; --benchmark-only defaults to --perf-fail-on regression)."""
-    # Sub-millisecond smoke calls are noisy (CV 20-40%, run-to-run shifts of several %): judge
-    # them anyway, with a 30% practical threshold; the injected slowdown is +100%.
-    sweep.makefile(".toml", pyproject="[tool.perfsuite.gate]\ncv_limit = 2.0\nthreshold = 0.3\n")
+    performance; --benchmark-only defaults to --perf-fail-on regression). Then an A/A run of
+    the same code must pass."""
+    # The smoke point (small_cnn, ~0.1 ms per call) moves between ORT sessions by up to 1.8x on
+    # this VM (p50 75-135 us over 36 sessions, 12 per process), and every run here and every
+    # re-measure opens a new session. So the practical threshold is set above that envelope
+    # (+100%) and the injected slowdown well beyond it (x5: at worst 5*75/135 = +178%).
+    sweep.makefile(".toml", pyproject="[tool.perfsuite.gate]\ncv_limit = 2.0\nthreshold = 1.0\n")
     args = [
         *FAST,
         "--perf-min-time",
@@ -255,13 +258,13 @@ def test_injected_slowdown_fails_the_gate_end_to_end(sweep, tmp_path, monkeypatc
     ]
     r = sweep.runpytest(*args, "--perf-save-baseline")
     assert r.ret == 0 and "baseline saved" in r.stdout.str()
-    monkeypatch.setenv("PERFSUITE_FAULT", "slow:1.0")
+    monkeypatch.setenv("PERFSUITE_FAULT", "slow:4.0")
     r = sweep.runpytest(*args)
     out = r.stdout.str()
     assert r.ret == 0 and "regressed" in out  # reported, not failing plain pytest
     r = sweep.runpytest(*args, "--perf-fail-on", "regression")
     out = r.stdout.str()
-    assert r.ret == 1 and "GATE FAILED" in out and "confirmed" in out
+    assert r.ret == 1 and "GATE FAILED" in out and "(confirmed re-measured" in out
     monkeypatch.delenv("PERFSUITE_FAULT")
     r = sweep.runpytest(*args, "--perf-fail-on", "regression")  # A/A: same code again
     assert r.ret == 0 and "GATE FAILED" not in r.stdout.str()
