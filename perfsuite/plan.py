@@ -24,6 +24,7 @@ SCALAR_KEYS = {
     "warmup_calls": int,
     "timeout": float,
     "kernels": bool,
+    "sessions": int,
 }
 MODES = ("latency", "throughput")
 
@@ -48,6 +49,7 @@ class Profile:
     warmup_calls: int
     timeout: float
     kernels: bool
+    sessions: int
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -159,8 +161,15 @@ def make_profile(name: str, raw: dict) -> Profile:
             scalars[key] = typ(raw[key])
         except (TypeError, ValueError) as exc:
             raise PlanError(f"profile {name!r}: {key} must be {typ.__name__}") from exc
-    if scalars["min_time"] <= 0 or scalars["min_samples"] < 1 or scalars["timeout"] <= 0:
-        raise PlanError(f"profile {name!r}: min_time, min_samples and timeout must be positive")
+    if (
+        scalars["min_time"] <= 0
+        or scalars["min_samples"] < 1
+        or scalars["timeout"] <= 0
+        or scalars["sessions"] < 1
+    ):
+        raise PlanError(
+            f"profile {name!r}: min_time, min_samples, timeout and sessions must be positive"
+        )
     return Profile(
         name=name,
         models=tuple(lists["models"]),

@@ -39,6 +39,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return value
+
+
 def pytest_addoption(parser):
     g = parser.getgroup("perfsuite", "perfsuite inference sweep")
     g.addoption(
@@ -100,6 +110,13 @@ def pytest_addoption(parser):
         type=_positive_float,
         default=None,
         help="seconds of measurement per point (default: the profile's)",
+    )
+    g.addoption(
+        "--perf-sessions",
+        type=_positive_int,
+        default=None,
+        help="fresh framework sessions per point, measured in turn and pooled; their medians "
+        "show run-to-run spread to the gate (default: the profile's)",
     )
     g.addoption(
         "--perf-timeout",
@@ -180,6 +197,7 @@ def _overrides(config) -> dict:
         "mode": [mode] if mode else None,
         "min_time": o("perf_min_time"),
         "timeout": o("perf_timeout"),
+        "sessions": o("perf_sessions"),
     }
 
 

@@ -13,9 +13,12 @@ def sweep_table(
     """framework | precision | threads | node | throughput | p50/p99 | spread, then INT8/FP32
     ratios per framework and the article's thread formula against the measured best."""
     ok = [r for r in records if r["status"] == "ok"]
+    sessions = any("between_session_cv" in r["stats"] for r in ok)  # CV of session medians
     write(
         f"{'model':<12} {'framework':<12} {'precision':<15} {'thr':>3} {'node':>7} "
-        f"{'items/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CV':>6}  accuracy"
+        f"{'items/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CV':>6}"
+        + (f" {'sess CV':>7}" if sessions else "")
+        + "  accuracy"
     )
     for r in sorted(records, key=lambda r: r["id"]):
         p = r["point"]
@@ -33,9 +36,13 @@ def sweep_table(
         acc_txt = (
             f"{acc['metric']}={acc['value']:.2f} {'ok' if acc['passed'] else 'FAIL'}" if acc else ""
         )
+        between_txt = ""
+        if sessions:
+            between = s.get("between_session_cv")
+            between_txt = f" {between * 100:>6.1f}%" if between is not None else f" {'-':>7}"
         write(
             f"{head} {s['throughput_ips']:>9.2f} {s['latency_p50_ms']:>8.2f} {p99} "
-            f"{s['cv'] * 100:>5.1f}%  {acc_txt}"
+            f"{s['cv'] * 100:>5.1f}%{between_txt}  {acc_txt}"
         )
     if any(not r["stats"]["p99_reliable"] for r in ok):
         write("* p99 rests on fewer than 100 samples: read it as 'about the max'")

@@ -5,9 +5,10 @@ report. The pytest plugin (``perfsuite.plugin``) only wires this into hooks and 
 Result record, schema ``perfsuite.result/1`` (one file per point under ``<out>/points/``):
 ``schema``, ``id``, ``point`` (model, framework, precision, threads, numa_node, batch, mode,
 threads_spec), ``status`` (ok | error), ``error``, ``stats`` (n, latency_p50/p90/p99/mean/
-stdev/min/max_ms, cv, iqr_ms, p99_reliable, throughput_ips), ``samples_s`` (raw),
-``protocol``, ``settings`` (effective framework settings), ``binding`` (CPUs/memory in
-force), ``accuracy``, ``model``, ``hardware_class``, ``software``, ``timestamp``.
+stdev/min/max_ms, cv, iqr_ms, p99_reliable, throughput_ips; between_session_cv with several
+sessions), ``samples_s`` (raw, all sessions pooled), ``session_medians_s``, ``protocol``,
+``settings`` (effective framework settings), ``binding`` (CPUs/memory in force),
+``accuracy``, ``model``, ``hardware_class``, ``software``, ``timestamp``.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class PerfSession:
             "warmup_time": p.warmup_time,
             "warmup_calls": p.warmup_calls,
             "counters": self.counters,
+            "sessions": p.sessions,
         }
 
     def gate(self, point: Point):

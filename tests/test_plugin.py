@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from perfsuite.plan import PlanError, article_threads, expand, load_profiles, select_profile
@@ -53,6 +54,8 @@ def test_plan_lists_readable_ids(sweep):
         (["--perf-numa-nodes", "x"], "NUMA node 'x'"),
         (["--perf-min-time", "-1"], "must be > 0"),
         (["--perf-mode", "fast"], "invalid choice: 'fast'"),
+        (["--perf-sessions", "0"], "'0' must be >= 1"),
+        (["--perf-sessions", "two"], "'two' is not a whole number"),
     ],
 )
 def test_bad_options_are_usage_errors(sweep, args, message):
@@ -139,6 +142,37 @@ def test_sweep_runs_records_and_reports(sweep, tmp_path):
         assert c.returncode == 0 and "test_sweep[" in c.stdout, c.stderr
 
 
+def test_sessions_are_pooled_and_become_baseline_runs(sweep, tmp_path):
+    """--perf-sessions 3: three fresh framework sessions per point, samples pooled, their
+    medians recorded; a baseline saved from it holds three runs, so the gate knows the
+    point's run-to-run spread from a single sweep."""
+    out, base = tmp_path / "results", tmp_path / "b"
+    args = [*FAST, "--perf-numa-nodes", "none,0", "--perf-precisions", "fp32"]
+    r = sweep.runpytest(
+        *args,
+        "--perf-sessions",
+        "3",
+        "--perf-out",
+        str(out),
+        "--perf-baseline",
+        str(base),
+        "--perf-save-baseline",
+    )
+    r.assert_outcomes(passed=2)
+    assert "sess CV" in r.stdout.str()
+    for path in out.glob("*/points/*.json"):  # in-process and in a bound worker
+        rec = json.loads(path.read_text())
+        medians = rec["session_medians_s"]
+        assert len(medians) == 3 and len(rec["protocol"]["sessions"]) == 3
+        assert rec["stats"]["n"] == len(rec["samples_s"]) >= 3 * 20
+        assert rec["stats"]["between_session_cv"] == pytest.approx(
+            float(np.std(medians, ddof=1) / np.mean(medians))
+        )
+    (saved,) = base.glob("*/smoke.json")
+    entries = json.loads(saved.read_text())["entries"]
+    assert {len(e["runs"]) for e in entries.values()} == {3}
+
+
 def test_benchmark_disable_still_runs_points(sweep):
     r = sweep.runpytest(*FAST, "--benchmark-disable", "--perf-numa-nodes", "none")
     r.assert_outcomes(passed=2)
@@ -207,6 +241,9 @@ def test_profile_errors():
         from perfsuite.plan import make_profile
 
         make_profile("x", {"models": ["small_cnn"]})
+    raw = dict(load_profiles()["smoke"], sessions=0)
+    with pytest.raises(PlanError, match="sessions must be positive"):
+        make_profile("smoke", raw)
     assert sys.version_info >= (3, 11)
 
 
