@@ -81,6 +81,14 @@ def entry(record: dict) -> dict:
     }
 
 
+def _more_typical(old: dict, new: dict, centre: float) -> dict:
+    """The entry whose samples' median is nearer the median of all runs (ties: the stored
+    one). Keeping a transient slow run's samples would hide a later real regression."""
+    d_old = abs(float(np.median(old["samples_s"])) - centre)
+    d_new = abs(float(np.median(new["samples_s"])) - centre)
+    return new if d_new < d_old else old
+
+
 def save(
     root: Path,
     fingerprint: dict,
@@ -93,8 +101,8 @@ def save(
     """Add ``records`` (status ok) to the baseline; returns (path, added ids, updated ids).
 
     update: replace existing entries (an accepted change: the run history restarts).
-    add_run: for existing entries, append this run's median to the entry's run history (the
-    gate learns the between-run noise from it) and keep this run's samples."""
+    add_run: for existing entries, append this run's medians to the entry's run history (the
+    gate learns the between-run noise from it); the samples kept are the more typical run's."""
     hw = fingerprint["hardware_class"]
     path = path_for(root, hw, profile)
     now = dt.datetime.now(dt.UTC).isoformat()
@@ -127,7 +135,8 @@ def save(
         new = entry(r)
         old = data["entries"].get(r["id"])
         if add_run and old is not None and not update:
-            new["runs"] = (old.get("runs", []) + new["runs"])[-MAX_RUNS:]
+            runs = (old.get("runs", []) + new["runs"])[-MAX_RUNS:]
+            new = dict(_more_typical(old, new, float(np.median(runs))), runs=runs)
         data["entries"][r["id"]] = new
     if update:  # the fingerprint follows the latest accepted run (software versions move)
         data["fingerprint"] = {"fields": fingerprint["fields"], "classes": fingerprint["classes"]}

@@ -275,5 +275,14 @@ def test_add_run_keeps_run_history(tmp_path):
     data = store.load(path)
     assert again == ["a"] and len(data["entries"]["a"]["runs"]) == 2
     assert data["history"][-1]["action"] == "run-added"
+    kept = data["entries"]["a"]["samples_s"]
+    # a transient slow run joins the history, but its samples do not replace typical ones
+    store.save(tmp_path, fp, "p", [_record("a", stream(0.01, 1.3))], add_run=True)
+    entry = store.load(path)["entries"]["a"]
+    assert len(entry["runs"]) == 3 and entry["samples_s"] == kept
+    # a run at the centre of the history does
+    typical = stream(0.01, float(np.median(entry["runs"])) / 0.01)
+    store.save(tmp_path, fp, "p", [_record("a", typical)], add_run=True)
+    assert store.load(path)["entries"]["a"]["samples_s"] == pytest.approx(typical.tolist())
     store.save(tmp_path, fp, "p", [_record("a", stream(0.01))], update=True)
     assert len(store.load(path)["entries"]["a"]["runs"]) == 1  # accepted change: restart
