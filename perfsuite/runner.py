@@ -102,18 +102,23 @@ def measure_in_place(point: dict, protocol: dict) -> dict:
 
 
 def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, count: bool):
-    """Open one framework session, warm it up, measure its window. (samples, info, settings,
-    counters)."""
+    """Open one framework session, warm it up, measure its window (perf stat, when asked and
+    ``count``, on the window only). Returns (samples, info, settings, counters, prepare_s)."""
+    t0 = time.perf_counter()
     with backend.prepare(variant.path, cfg) as session:
-        with _counted(p) if count else nullcontext(None) as counted:
-            if point["mode"] == "latency":
-                call = _slowed(session.callable(inputs))
-                samples, info = measure_latency(call, p, warm_up(call, p))
-            else:
-                session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded
+        prepare_s = time.perf_counter() - t0
+        counted = _counted(p) if count else nullcontext(None)
+        if point["mode"] == "latency":
+            call = _slowed(session.callable(inputs))
+            warm = warm_up(call, p)
+            with counted as c:
+                samples, info = measure_latency(call, p, warm)
+        else:
+            session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded
+            with counted as c:
                 run = session.run_throughput(inputs, seconds=p.min_time)
-                samples, info = run.latencies_s, {"window_s": run.seconds, "items": run.items}
-        return samples, info, dict(session.settings), counted
+            samples, info = run.latencies_s, {"window_s": run.seconds, "items": run.items}
+        return samples, info, dict(session.settings), c, prepare_s
 
 
 def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: float) -> dict:
@@ -139,12 +144,13 @@ def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: flo
         )
         backend = get_backend(point["framework"])
         inputs = model.inputs(point["batch"])
-        setup_s = time.perf_counter() - t_setup  # model and variant; sessions are timed apart
+        setup_s = time.perf_counter() - t_setup  # binding, model, variant; + session opens
         samples, windows, medians, counted, settings = [], [], [], None, {}
         for i in range(p.sessions):
-            got, info, settings, c = _measure_session(
+            got, info, settings, c, prepare_s = _measure_session(
                 backend, variant, cfg, inputs, point, p, count=i == 0
             )
+            setup_s += prepare_s
             counted = counted or c  # perf stat covers the first session's window
             samples += got
             windows.append(info)

@@ -173,6 +173,24 @@ def test_sessions_are_pooled_and_become_baseline_runs(sweep, tmp_path):
     assert {len(e["runs"]) for e in entries.values()} == {3}
 
 
+def test_throughput_mode_sessions_add_up_their_windows(sweep, tmp_path):
+    out = tmp_path / "results"
+    r = sweep.runpytest(
+        *FAST,
+        *("--perf-mode", "throughput", "--perf-sessions", "2", "--perf-out", str(out)),
+        *("--perf-frameworks", "openvino", "--perf-precisions", "fp32"),
+        *("--perf-numa-nodes", "none", "--perf-threads", "2"),
+    )
+    r.assert_outcomes(passed=1)
+    (path,) = out.glob("*/points/*.json")
+    rec = json.loads(path.read_text())
+    windows = rec["protocol"]["sessions"]
+    assert len(windows) == 2 and len(rec["session_medians_s"]) == 2
+    assert rec["protocol"]["items"] == sum(w["items"] for w in windows) == len(rec["samples_s"])
+    window = sum(w["window_s"] for w in windows)
+    assert rec["stats"]["throughput_ips"] == pytest.approx(rec["protocol"]["items"] / window)
+
+
 def test_benchmark_disable_still_runs_points(sweep):
     r = sweep.runpytest(*FAST, "--benchmark-disable", "--perf-numa-nodes", "none")
     r.assert_outcomes(passed=2)
