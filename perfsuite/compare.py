@@ -77,6 +77,10 @@ class PointVerdict:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def add_reason(self, text: str, *, first: bool = False) -> None:
+        parts = (text, self.reason) if first else (self.reason, text)
+        self.reason = "; ".join(x for x in parts if x)
+
 
 @dataclass
 class Comparison:
@@ -230,21 +234,15 @@ def compare_samples(
                 f"moved with a machine-wide shift of {shift - 1:+.1%}; re-run on a quiet machine"
             )
         elif p < cfg.alpha:
-            v.reason = "; ".join(
-                x
-                for x in (
-                    v.reason,
-                    f"significant but below the {t:.0%} "
-                    "threshold or inside the baseline runs' range",
-                )
-                if x
+            v.add_reason(
+                f"significant but below the {t:.0%} threshold or inside the baseline runs' range"
             )
         if shift is not None and v.verdict in ("regressed", "improved"):
             v.reason = f"beyond the machine-wide shift of {shift - 1:+.1%}"
         if runs.size < 2 and v.verdict in ("regressed", "improved"):
             # Whole runs can shift (sub-ms ORT calls: up to 1.8x from one session to the
             # next on this VM); one run cannot show how far, so say so beside the verdict.
-            v.reason = "; ".join(x for x in (v.reason, SINGLE_RUN_HINT) if x)
+            v.add_reason(SINGLE_RUN_HINT)
         verdicts[pid] = v
     return [verdicts[pid] for pid in ids]
 

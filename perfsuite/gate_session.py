@@ -65,7 +65,7 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
                 and re.change >= cfg.threshold_for(v.id)
             )
             if re.change is not None:
-                v.reason = "; ".join(x for x in (f"re-measured {re.change:+.1%}", v.reason) if x)
+                v.add_reason(f"re-measured {re.change:+.1%}", first=True)
 
 
 def finish(session, config) -> Outcome:
