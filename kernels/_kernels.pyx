@@ -1,13 +1,13 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """Compiled kernels of perfsuite. Low level: no validation here (callers pass contiguous
 arrays of the right dtype and shape); the facade ``perfsuite.kernels`` validates inputs and
-chooses the ISA variant. Variant codes: 0 generic, 1 avx2."""
+chooses the ISA variant. A variant is a row of the dispatch table (dispatch.h), addressed
+by its index; every kernel calls through that row, so there is no per-ISA branch here."""
 
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t
 
 cdef extern from "cpu_features.h" nogil:
     unsigned int ps_cpu_features()
-    int ps_can_run_avx2(unsigned int f)
     void ps_hypervisor_vendor(char *out)
     enum:
         PS_FEAT_SSE42
@@ -21,52 +21,52 @@ cdef extern from "cpu_features.h" nogil:
         PS_FEAT_AVXVNNI
         PS_FEAT_OS_AVX
         PS_FEAT_OS_AVX512
+        PS_FEAT_AVX512BW
+        PS_FEAT_AVX512VL
+        PS_FEAT_AVX512DQ
 
-cdef extern from "generic.h" nogil:
-    enum:
-        PS_MR
-        PS_NR
-    float dot_f32_generic(const float *x, const float *y, Py_ssize_t n)
-    void matmul_seed_generic(const float *A, const float *B, float *C, Py_ssize_t M,
-                             Py_ssize_t N, Py_ssize_t K)
-    void quantize_u8_generic(const float *x, Py_ssize_t o, Py_ssize_t c, Py_ssize_t i,
-                             const float *s, const int32_t *z, uint8_t *q)
-    void quantize_s8_generic(const float *x, Py_ssize_t o, Py_ssize_t c, Py_ssize_t i,
-                             const float *s, const int32_t *z, int8_t *q)
-    void dequantize_u8_generic(const uint8_t *q, Py_ssize_t o, Py_ssize_t c, Py_ssize_t i,
-                               const float *s, const int32_t *z, float *x)
-    void dequantize_s8_generic(const int8_t *q, Py_ssize_t o, Py_ssize_t c, Py_ssize_t i,
-                               const float *s, const int32_t *z, float *x)
-    void triad_f32_generic(float *a, const float *b, const float *c, float s, Py_ssize_t n,
-                           int threads)
-    void copy_f32_generic(float *a, const float *b, Py_ssize_t n, int threads)
-    double madd_peak_generic(int64_t iters, int threads)
+ctypedef int (*gemm_f32_fn)(Py_ssize_t, Py_ssize_t, Py_ssize_t, const float *, const float *,
+                            float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, int) noexcept nogil
+ctypedef int (*gemm_u8s8_fn)(Py_ssize_t, Py_ssize_t, Py_ssize_t, const uint8_t *,
+                             const int8_t *, int32_t *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                             int) noexcept nogil
+ctypedef int (*gemm_bf16_fn)(Py_ssize_t, Py_ssize_t, Py_ssize_t, const uint16_t *,
+                             const uint16_t *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                             int) noexcept nogil
 
-cdef extern from "avx2.h" nogil:
-    int PS_HAVE_AVX2_BUILD
-    float dot_f32_avx2(const float *x, const float *y, Py_ssize_t n)
-    void matmul_seed_avx2(const float *A, const float *B, float *C, Py_ssize_t M,
-                          Py_ssize_t N, Py_ssize_t K)
-    void quantize_u8_avx2(const float *x, Py_ssize_t o, Py_ssize_t c, Py_ssize_t i,
-                          const float *s, const int32_t *z, uint8_t *q)
-    void quantize_s8_avx2(const float *x, Py_ssize_t o, Py_ssize_t c, Py_ssize_t i,
-                          const float *s, const int32_t *z, int8_t *q)
-    void dequantize_u8_avx2(const uint8_t *q, Py_ssize_t o, Py_ssize_t c, Py_ssize_t i,
-                            const float *s, const int32_t *z, float *x)
-    void dequantize_s8_avx2(const int8_t *q, Py_ssize_t o, Py_ssize_t c, Py_ssize_t i,
-                            const float *s, const int32_t *z, float *x)
-    void triad_f32_avx2(float *a, const float *b, const float *c, float s, Py_ssize_t n,
-                        int threads)
-    void copy_f32_avx2(float *a, const float *b, Py_ssize_t n, int threads)
-    double fma_peak_avx2(int64_t iters, int threads)
-
-cdef extern from "kernels_gemm.h" nogil:
-    int gemm_f32(int isa, Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, const float *A,
-                 const float *B, float *C, Py_ssize_t MC, Py_ssize_t KC, Py_ssize_t NC,
-                 int threads)
-    int gemm_u8s8_s32(int isa, int exact, Py_ssize_t M, Py_ssize_t N, Py_ssize_t K,
-                      const uint8_t *A, const int8_t *B, int32_t *C, Py_ssize_t MC,
-                      Py_ssize_t KC, Py_ssize_t NC, int threads)
+cdef extern from "dispatch.h" nogil:
+    ctypedef struct ps_tile:
+        int mr, nr, kstep
+    ctypedef struct ps_kernel_table:
+        const char *name
+        const char *requires
+        int (*can_run)(unsigned int features) noexcept nogil
+        float (*dot_f32)(const float *, const float *, Py_ssize_t) noexcept nogil
+        void (*matmul_seed)(const float *, const float *, float *, Py_ssize_t, Py_ssize_t,
+                            Py_ssize_t) noexcept nogil
+        gemm_f32_fn gemm_f32
+        ps_tile tile_f32
+        gemm_u8s8_fn gemm_u8s8
+        gemm_u8s8_fn gemm_u8s8_exact
+        ps_tile tile_u8s8
+        int u8s8_saturates
+        gemm_bf16_fn gemm_bf16
+        ps_tile tile_bf16
+        int bf16_native
+        void (*f32_to_bf16)(const float *, uint16_t *, Py_ssize_t) noexcept nogil
+        void (*quantize_u8)(const float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, const float *,
+                            const int32_t *, uint8_t *) noexcept nogil
+        void (*quantize_s8)(const float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, const float *,
+                            const int32_t *, int8_t *) noexcept nogil
+        void (*dequantize_u8)(const uint8_t *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                              const float *, const int32_t *, float *) noexcept nogil
+        void (*dequantize_s8)(const int8_t *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                              const float *, const int32_t *, float *) noexcept nogil
+        void (*triad)(float *, const float *, const float *, float, Py_ssize_t, int) noexcept nogil
+        void (*copy)(float *, const float *, Py_ssize_t, int) noexcept nogil
+        double (*peak)(int64_t, int) noexcept nogil
+    int ps_kernel_rows()
+    const ps_kernel_table *ps_kernel_row(int code)
 
 cdef extern from "probes.h" nogil:
     double false_sharing_run(int threads, Py_ssize_t stride, int64_t iters)
@@ -78,9 +78,37 @@ cdef extern from "omp.h" nogil:
 # OpenMP may otherwise hand out fewer threads than asked for; `threads` must be honoured.
 omp_set_dynamic(0)
 
-ISA_GENERIC = 0
-ISA_AVX2 = 1
-MICRO_TILE = (PS_MR, PS_NR)
+
+
+cdef inline const ps_kernel_table *_row(int isa) except NULL:
+    if isa < 0 or isa >= ps_kernel_rows():
+        raise ValueError(f"no dispatch-table row {isa}")
+    return ps_kernel_row(isa)
+
+
+def _tile(ps_tile t):
+    return (t.mr, t.nr, t.kstep)
+
+
+def variants():
+    """Rows of the dispatch table in order (best last): name, the CPU flags it needs, whether
+    this CPU/OS runs it, the register tile of each GEMM and the INT8/BF16 semantics."""
+    cdef unsigned int f = ps_cpu_features()
+    cdef const ps_kernel_table *t
+    out = []
+    for code in range(ps_kernel_rows()):
+        t = ps_kernel_row(code)
+        out.append({
+            "name": t.name.decode(),
+            "code": code,
+            "requires": t.requires.decode().split(),
+            "runnable": bool(t.can_run(f)),
+            "tiles": {"f32": _tile(t.tile_f32), "u8s8": _tile(t.tile_u8s8),
+                      "bf16": _tile(t.tile_bf16)},
+            "u8s8_saturates": bool(t.u8s8_saturates),
+            "bf16_native": bool(t.bf16_native),
+        })
+    return out
 
 
 def cpu_features():
@@ -98,6 +126,9 @@ def cpu_features():
         "avx_vnni": bool(f & PS_FEAT_AVXVNNI),
         "os_avx": bool(f & PS_FEAT_OS_AVX),
         "os_avx512": bool(f & PS_FEAT_OS_AVX512),
+        "avx512bw": bool(f & PS_FEAT_AVX512BW),
+        "avx512vl": bool(f & PS_FEAT_AVX512VL),
+        "avx512dq": bool(f & PS_FEAT_AVX512DQ),
     }
 
 
@@ -108,44 +139,31 @@ def hypervisor_vendor():
     return buf.decode("ascii", "replace").rstrip("\x00").strip()
 
 
-def runnable_isas():
-    """ISA variants this build contains and this CPU/OS can execute, best last."""
-    out = ["generic"]
-    if PS_HAVE_AVX2_BUILD and ps_can_run_avx2(ps_cpu_features()):
-        out.append("avx2")
-    return out
-
-
 def threads_granted(int threads):
     return omp_threads_granted(threads)
 
 
 def dot_f32(const float[::1] x, const float[::1] y, int isa):
+    cdef const ps_kernel_table *t = _row(isa)
     cdef float r
-    cdef Py_ssize_t n = x.shape[0]
     with nogil:
-        if isa == 1:
-            r = dot_f32_avx2(&x[0], &y[0], n)
-        else:
-            r = dot_f32_generic(&x[0], &y[0], n)
+        r = t.dot_f32(&x[0], &y[0], x.shape[0])
     return r
 
 
 def matmul_seed(const float[:, ::1] A, const float[:, ::1] B, float[:, ::1] C, int isa):
-    cdef Py_ssize_t M = A.shape[0], K = A.shape[1], N = B.shape[1]
+    cdef const ps_kernel_table *t = _row(isa)
     with nogil:
-        if isa == 1:
-            matmul_seed_avx2(&A[0, 0], &B[0, 0], &C[0, 0], M, N, K)
-        else:
-            matmul_seed_generic(&A[0, 0], &B[0, 0], &C[0, 0], M, N, K)
+        t.matmul_seed(&A[0, 0], &B[0, 0], &C[0, 0], A.shape[0], B.shape[1], A.shape[1])
 
 
 def gemm_f32_into(const float[:, ::1] A, const float[:, ::1] B, float[:, ::1] C, int isa,
                   Py_ssize_t mc, Py_ssize_t kc, Py_ssize_t nc, int threads):
+    cdef const ps_kernel_table *t = _row(isa)
     cdef int rc
     with nogil:
-        rc = gemm_f32(isa, A.shape[0], B.shape[1], A.shape[1], &A[0, 0], &B[0, 0], &C[0, 0],
-                      mc, kc, nc, threads)
+        rc = t.gemm_f32(A.shape[0], B.shape[1], A.shape[1], &A[0, 0], &B[0, 0], &C[0, 0],
+                        mc, kc, nc, threads)
     if rc != 0:
         raise MemoryError("gemm_f32: cannot allocate packing buffers")
 
@@ -153,78 +171,81 @@ def gemm_f32_into(const float[:, ::1] A, const float[:, ::1] B, float[:, ::1] C,
 def gemm_u8s8_s32_into(const uint8_t[:, ::1] A, const int8_t[:, ::1] B, int32_t[:, ::1] C,
                        int isa, bint exact, Py_ssize_t mc, Py_ssize_t kc, Py_ssize_t nc,
                        int threads):
+    cdef const ps_kernel_table *t = _row(isa)
+    cdef gemm_u8s8_fn fn = t.gemm_u8s8_exact if exact else t.gemm_u8s8
     cdef int rc
     with nogil:
-        rc = gemm_u8s8_s32(isa, exact, A.shape[0], B.shape[1], A.shape[1], &A[0, 0],
-                           &B[0, 0], &C[0, 0], mc, kc, nc, threads)
+        rc = fn(A.shape[0], B.shape[1], A.shape[1], &A[0, 0], &B[0, 0], &C[0, 0], mc, kc, nc,
+                threads)
     if rc != 0:
         raise MemoryError("gemm_u8s8_s32: cannot allocate packing buffers")
 
 
+def gemm_bf16_into(const uint16_t[:, ::1] A, const uint16_t[:, ::1] B, float[:, ::1] C,
+                   int isa, Py_ssize_t mc, Py_ssize_t kc, Py_ssize_t nc, int threads):
+    cdef const ps_kernel_table *t = _row(isa)
+    cdef int rc
+    with nogil:
+        rc = t.gemm_bf16(A.shape[0], B.shape[1], A.shape[1], &A[0, 0], &B[0, 0], &C[0, 0],
+                         mc, kc, nc, threads)
+    if rc != 0:
+        raise MemoryError("gemm_bf16: cannot allocate packing buffers")
+
+
+def f32_to_bf16_into(const float[::1] x, uint16_t[::1] y, int isa):
+    cdef const ps_kernel_table *t = _row(isa)
+    with nogil:
+        t.f32_to_bf16(&x[0], &y[0], x.shape[0])
+
+
 def quantize_into(const float[::1] x, Py_ssize_t outer, Py_ssize_t channels, Py_ssize_t inner,
                   const float[::1] scale, const int32_t[::1] zp, q, int isa):
+    cdef const ps_kernel_table *t = _row(isa)
     cdef uint8_t[::1] qu
     cdef int8_t[::1] qs
     if q.dtype.kind == "u":
         qu = q
         with nogil:
-            if isa == 1:
-                quantize_u8_avx2(&x[0], outer, channels, inner, &scale[0], &zp[0], &qu[0])
-            else:
-                quantize_u8_generic(&x[0], outer, channels, inner, &scale[0], &zp[0], &qu[0])
+            t.quantize_u8(&x[0], outer, channels, inner, &scale[0], &zp[0], &qu[0])
     else:
         qs = q
         with nogil:
-            if isa == 1:
-                quantize_s8_avx2(&x[0], outer, channels, inner, &scale[0], &zp[0], &qs[0])
-            else:
-                quantize_s8_generic(&x[0], outer, channels, inner, &scale[0], &zp[0], &qs[0])
+            t.quantize_s8(&x[0], outer, channels, inner, &scale[0], &zp[0], &qs[0])
 
 
 def dequantize_into(q, Py_ssize_t outer, Py_ssize_t channels, Py_ssize_t inner,
                     const float[::1] scale, const int32_t[::1] zp, float[::1] x, int isa):
+    cdef const ps_kernel_table *t = _row(isa)
     cdef const uint8_t[::1] qu
     cdef const int8_t[::1] qs
     if q.dtype.kind == "u":
         qu = q
         with nogil:
-            if isa == 1:
-                dequantize_u8_avx2(&qu[0], outer, channels, inner, &scale[0], &zp[0], &x[0])
-            else:
-                dequantize_u8_generic(&qu[0], outer, channels, inner, &scale[0], &zp[0], &x[0])
+            t.dequantize_u8(&qu[0], outer, channels, inner, &scale[0], &zp[0], &x[0])
     else:
         qs = q
         with nogil:
-            if isa == 1:
-                dequantize_s8_avx2(&qs[0], outer, channels, inner, &scale[0], &zp[0], &x[0])
-            else:
-                dequantize_s8_generic(&qs[0], outer, channels, inner, &scale[0], &zp[0], &x[0])
+            t.dequantize_s8(&qs[0], outer, channels, inner, &scale[0], &zp[0], &x[0])
 
 
 def triad(float[::1] a, const float[::1] b, const float[::1] c, float s, int threads, int isa):
+    cdef const ps_kernel_table *t = _row(isa)
     with nogil:
-        if isa == 1:
-            triad_f32_avx2(&a[0], &b[0], &c[0], s, a.shape[0], threads)
-        else:
-            triad_f32_generic(&a[0], &b[0], &c[0], s, a.shape[0], threads)
+        t.triad(&a[0], &b[0], &c[0], s, a.shape[0], threads)
 
 
 def copy(float[::1] a, const float[::1] b, int threads, int isa):
+    cdef const ps_kernel_table *t = _row(isa)
     with nogil:
-        if isa == 1:
-            copy_f32_avx2(&a[0], &b[0], a.shape[0], threads)
-        else:
-            copy_f32_generic(&a[0], &b[0], a.shape[0], threads)
+        t.copy(&a[0], &b[0], a.shape[0], threads)
 
 
 def compute_peak_flops(int64_t iters, int threads, int isa):
     """Floating-point operations executed by the peak loop (time it outside)."""
+    cdef const ps_kernel_table *t = _row(isa)
     cdef double flops
     with nogil:
-        if isa == 1:
-            flops = fma_peak_avx2(iters, threads)
-        else:
-            flops = madd_peak_generic(iters, threads)
+        flops = t.peak(iters, threads)
     return flops
 
 

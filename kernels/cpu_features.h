@@ -18,6 +18,9 @@ enum {
     PS_FEAT_AVXVNNI = 1 << 8,
     PS_FEAT_OS_AVX = 1 << 9,
     PS_FEAT_OS_AVX512 = 1 << 10,
+    PS_FEAT_AVX512BW = 1 << 11,
+    PS_FEAT_AVX512VL = 1 << 12,
+    PS_FEAT_AVX512DQ = 1 << 13,
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -47,6 +50,9 @@ static inline uint32_t ps_cpu_features(void) {
         __cpuid_count(7, 0, a, b, c, d);
         if (b & (1u << 5)) f |= PS_FEAT_AVX2;
         if (b & (1u << 16)) f |= PS_FEAT_AVX512F;
+        if (b & (1u << 17)) f |= PS_FEAT_AVX512DQ;
+        if (b & (1u << 30)) f |= PS_FEAT_AVX512BW;
+        if (b & (1u << 31)) f |= PS_FEAT_AVX512VL;
         if (c & (1u << 11)) f |= PS_FEAT_AVX512VNNI;
         __cpuid_count(7, 1, a, b, c, d);
         if (a & (1u << 4)) f |= PS_FEAT_AVXVNNI;
@@ -71,9 +77,27 @@ static inline uint32_t ps_cpu_features(void) { return 0; }
 static inline void ps_hypervisor_vendor(char out[13]) { out[0] = 0; }
 #endif
 
-/* AVX2 variant needs AVX2 + FMA in the CPU and YMM state enabled by the OS. */
+/* One check per dispatch-table row. Each variant needs the CPU flags and the register state
+ * enabled by the OS (YMM for AVX2; ZMM and opmask for AVX-512). The AVX-512 rows are levels:
+ * each includes the one before it, as on every CPU that has them (Zen 4/5, Cooper Lake, SPR). */
+static inline int ps_can_run_generic(uint32_t f) { return (void)f, 1; }
+
 static inline int ps_can_run_avx2(uint32_t f) {
     return (f & PS_FEAT_AVX2) && (f & PS_FEAT_FMA) && (f & PS_FEAT_OS_AVX);
+}
+
+static inline int ps_can_run_avx512(uint32_t f) {
+    const uint32_t need = PS_FEAT_AVX512F | PS_FEAT_AVX512BW | PS_FEAT_AVX512VL |
+                          PS_FEAT_AVX512DQ | PS_FEAT_OS_AVX512;
+    return ps_can_run_avx2(f) && (f & need) == need;
+}
+
+static inline int ps_can_run_avx512_vnni(uint32_t f) {
+    return ps_can_run_avx512(f) && (f & PS_FEAT_AVX512VNNI);
+}
+
+static inline int ps_can_run_avx512_bf16(uint32_t f) {
+    return ps_can_run_avx512_vnni(f) && (f & PS_FEAT_AVX512BF16);
 }
 
 #endif

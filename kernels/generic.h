@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define PS_MR 6
 #define PS_NR 16
@@ -75,6 +76,44 @@ static void ukernel_u8s8_generic(ptrdiff_t kc, const uint8_t *Ap, const int8_t *
 static void ukernel_u8s8_exact_generic(ptrdiff_t kc, const uint8_t *Ap, const int8_t *Bp,
                                        int32_t *C, ptrdiff_t ldc, int accumulate) {
     ukernel_u8s8_generic_impl(kc, Ap, Bp, C, ldc, accumulate, 1);
+}
+
+/* bf16 is the top half of an fp32. Conversion rounds to nearest even, keeps NaN quiet and
+ * flushes denormals to signed zero: the rules of vcvtne2ps2bf16, so variants agree bitwise. */
+static inline uint16_t ps_f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u); /* zero, denormal */
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static inline float ps_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static void f32_to_bf16_generic(const float *x, uint16_t *y, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; ++i) y[i] = ps_f32_to_bf16(x[i]);
+}
+
+/* bf16 x bf16 -> fp32 over packed pairs of k (the vdpbf16ps layout): each pair's two exact
+ * products are added to the fp32 accumulator. The reference for the native variant. */
+static void ukernel_bf16_generic(ptrdiff_t kc, const uint16_t *Ap, const uint16_t *Bp, float *C,
+                                 ptrdiff_t ldc, int accumulate) {
+    float acc[PS_MR][PS_NR] = {{0}};
+    for (ptrdiff_t k = 0; k < kc; k += 2, Ap += 2 * PS_MR, Bp += 2 * PS_NR)
+        for (int r = 0; r < PS_MR; ++r)
+            for (int c = 0; c < PS_NR; ++c) {
+                acc[r][c] += ps_bf16_to_f32(Ap[2 * r]) * ps_bf16_to_f32(Bp[2 * c]);
+                acc[r][c] += ps_bf16_to_f32(Ap[2 * r + 1]) * ps_bf16_to_f32(Bp[2 * c + 1]);
+            }
+    for (int r = 0; r < PS_MR; ++r)
+        for (int c = 0; c < PS_NR; ++c)
+            C[r * ldc + c] = accumulate ? acc[r][c] + C[r * ldc + c] : acc[r][c];
 }
 
 /* ONNX QuantizeLinear: q := saturate(round_half_even(x / scale) + zero_point).

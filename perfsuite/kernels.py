@@ -5,6 +5,9 @@ the one named by ``PERFSUITE_FORCE_ISA``. Each kernel also takes ``isa=`` so tes
 every variant the CPU supports. Bad input raises ``TypeError``/``ValueError`` naming the
 problem; nothing reaches the C code that could crash it.
 
+The variants are the rows of the dispatch table in ``kernels/dispatch.h`` (``variants()``):
+generic, avx2, avx512, avx512_vnni, avx512_bf16; each AVX-512 level includes the one before.
+
 INT8 GEMM and saturation: on AVX2 without VNNI, ``vpmaddubsw`` multiplies u8 x s8 pairs and
 adds adjacent pairs into int16 *with saturation*; 2 * 255 * 128 = 65280 does not fit. So
 ``gemm_u8s8_s32(..., exact=False)`` (the fast path MLAS takes) equals the int32 matmul only
@@ -12,6 +15,12 @@ when no pair sum leaves [-32768, 32767], e.g. when weights fit in 7 bits (|b| <=
 onnxruntime's ``reduce_range`` gives) or activations in 7 bits (a <= 127). Otherwise each
 saturated pair sum is clamped, in both variants alike. ``exact=True`` splits the activations
 into their low 7 bits and top bit, which can never saturate, at twice the multiply cost.
+With VNNI (``vpdpbusd``) there is no int16 intermediate: both paths are the exact int32 matmul
+(``variant_info(isa)["u8s8_saturates"]`` says which semantics a variant has).
+
+BF16: numpy has no bfloat16 dtype, so bf16 arrays are ``uint16`` holding the top half of the
+fp32 bit pattern (``to_bf16``/``from_bf16``). ``gemm_bf16`` accumulates in fp32; variants
+without AVX512_BF16 emulate it in scalar code (a numerics reference, not a speed path).
 """
 
 from __future__ import annotations
@@ -26,9 +35,9 @@ import numpy as np
 from perfsuite import _kernels
 
 FORCE_ENV = "PERFSUITE_FORCE_ISA"
-KNOWN_ISAS = ("generic", "avx2")
-_CODES = {"generic": _kernels.ISA_GENERIC, "avx2": _kernels.ISA_AVX2}
-MR, NR = _kernels.MICRO_TILE
+_VARIANTS = {v["name"]: v for v in _kernels.variants()}
+KNOWN_ISAS = tuple(_VARIANTS)
+_CODES = {name: v["code"] for name, v in _VARIANTS.items()}
 
 
 def cpu_features() -> dict[str, bool]:
@@ -38,7 +47,26 @@ def cpu_features() -> dict[str, bool]:
 
 def runnable_isas() -> list[str]:
     """Variants compiled in this build that this CPU can execute, best last."""
-    return list(_kernels.runnable_isas())
+    return [name for name, v in _VARIANTS.items() if v["runnable"]]
+
+
+def variant_info(name: str) -> dict:
+    """One dispatch-table row: required CPU flags, runnable here, GEMM register tiles
+    (mr, nr, kstep) per element type, INT8 saturation and native BF16."""
+    if name not in _VARIANTS:
+        raise ValueError(f"unknown isa {name!r}; choose one of {', '.join(KNOWN_ISAS)}")
+    return dict(_VARIANTS[name])
+
+
+def missing_flags(name: str) -> list[str]:
+    """CPU flags variant ``name`` needs that this CPU (or OS register state) lacks; the
+    reason a test of that variant skips."""
+    have = cpu_features()
+    need = variant_info(name)["requires"]
+    missing = [f for f in need if not have.get(f, False)]
+    if not missing and not variant_info(name)["runnable"]:
+        missing = ["os_avx512" if name.startswith("avx512") else "os_avx"]  # OS state off
+    return missing
 
 
 @cache
@@ -58,6 +86,17 @@ def isa() -> str:
             f"{FORCE_ENV}={forced!r} cannot run on this CPU (runnable: {', '.join(runnable)})"
         )
     return forced
+
+
+_active_isa = isa  # blocking() takes a parameter named isa
+
+
+def _block(block: Blocking | None, op: str, code: int) -> Blocking:
+    if block is None:
+        return blocking(op, KNOWN_ISAS[code])
+    if not isinstance(block, Blocking):
+        raise TypeError(f"block must be a Blocking, got {type(block).__name__}")
+    return block
 
 
 def _isa_code(requested: str | None) -> int:
@@ -126,10 +165,19 @@ class Blocking:
     nc_l3: int  # B block kc x nc stays well inside L3
 
 
+_ELEM_BYTES = {"f32": 4, "u8s8": 1, "bf16": 2}
+
+
 @cache
-def blocking(elem_bytes: int = 4) -> Blocking:
-    """Block sizes derived from this host's cache sizes (sysfs), Zen 3 sizes as fallback."""
+def blocking(op: str = "f32", isa: str | None = None) -> Blocking:
+    """Block sizes for GEMM ``op`` (f32, u8s8, bf16) with variant ``isa``'s register tile,
+    derived from this host's cache sizes (sysfs), Zen 3 sizes as fallback."""
     from perfsuite.topology import read_topology
+
+    if op not in _ELEM_BYTES:
+        raise ValueError(f"unknown GEMM op {op!r}; choose one of {', '.join(_ELEM_BYTES)}")
+    elem_bytes = _ELEM_BYTES[op]
+    MR, NR, _kstep = variant_info(isa or _active_isa())["tiles"][op]
 
     caches = read_topology("/").caches
     l1 = caches["L1d"].size_bytes if "L1d" in caches else 32 << 10
@@ -137,8 +185,11 @@ def blocking(elem_bytes: int = 4) -> Blocking:
     l3 = caches["L3"].size_bytes if "L3" in caches else 32 << 20
     # A deep kc halves the passes over C (each pass reads and writes all of C): measured at
     # n=1024 on Zen 3, kc=512 instead of 256 lifts the 2-thread speed-up from 1.48x to 1.69x
-    # at the same 1-thread rate, as the two cores share little memory bandwidth.
-    kc = max(64, l1 // (NR * elem_bytes) // 4 * 4)
+    # at the same 1-thread rate, as the two cores share little memory bandwidth. kc is sized
+    # for a 16-column strip of B whatever the tile: with the 32-wide zmm tile the B
+    # micro-panel then streams from L2, which measured faster on Zen 4 (n=1024, 1 thread,
+    # interleaved: kc=512/mc=96 1.007x the AVX2 kernel, kc=256/mc=252 0.972x).
+    kc = max(64, l1 // (16 * elem_bytes) // 4 * 4)
     mc = max(MR, (l2 // 4) // (kc * elem_bytes) // MR * MR)
     nc = max(NR, min(4096, (l3 // 4) // (kc * elem_bytes)) // NR * NR)
     return Blocking(kc_l1=kc, mc_l2=mc, nc_l3=nc)
@@ -189,8 +240,9 @@ def gemm_f32(
     threads = _threads(threads)
     m, n, _ = _matmul_shapes(a, b)
     out = _out(out, (m, n), np.float32, [("A", a), ("B", b)])
-    blk = block or blocking(4)
-    _kernels.gemm_f32_into(a, b, out, _isa_code(isa), blk.mc_l2, blk.kc_l1, blk.nc_l3, threads)
+    code = _isa_code(isa)
+    blk = _block(block, "f32", code)
+    _kernels.gemm_f32_into(a, b, out, code, blk.mc_l2, blk.kc_l1, blk.nc_l3, threads)
     return out
 
 
@@ -210,11 +262,47 @@ def gemm_u8s8_s32(
     threads = _threads(threads)
     m, n, _ = _matmul_shapes(a, b)
     out = _out(out, (m, n), np.int32, [("A", a), ("B", b)])
-    blk = block or blocking(1)
+    code = _isa_code(isa)
+    blk = _block(block, "u8s8", code)
     _kernels.gemm_u8s8_s32_into(
-        a, b, out, _isa_code(isa), bool(exact), blk.mc_l2, blk.kc_l1, blk.nc_l3, threads
+        a, b, out, code, bool(exact), blk.mc_l2, blk.kc_l1, blk.nc_l3, threads
     )
     return out
+
+
+def gemm_bf16(
+    a, b, out=None, threads: int = 1, *, isa: str | None = None, block: Blocking | None = None
+) -> np.ndarray:
+    """C := A @ B with A, B bf16 (uint16 bit patterns, see ``to_bf16``) and C float32; each
+    pair of products is added to the fp32 accumulator (vdpbf16ps semantics)."""
+    a = _array("A", a, np.uint16, 2)
+    b = _array("B", b, np.uint16, 2)
+    threads = _threads(threads)
+    m, n, _ = _matmul_shapes(a, b)
+    out = _out(out, (m, n), np.float32, [("A", a), ("B", b)])
+    code = _isa_code(isa)
+    blk = _block(block, "bf16", code)
+    _kernels.gemm_bf16_into(a, b, out, code, blk.mc_l2, blk.kc_l1, blk.nc_l3, threads)
+    return out
+
+
+def to_bf16(x, *, isa: str | None = None) -> np.ndarray:
+    """float32 -> bf16 bit patterns (uint16): round to nearest even, NaN stays a quiet NaN,
+    denormals become signed zero (the rules of vcvtne2ps2bf16, in every variant)."""
+    if not isinstance(x, np.ndarray) or x.dtype != np.float32:
+        raise TypeError("x must be a float32 numpy array")
+    flat = np.ascontiguousarray(x).reshape(-1)
+    y = np.empty(flat.shape, np.uint16)
+    if flat.size:
+        _kernels.f32_to_bf16_into(flat, y, _isa_code(isa))
+    return y.reshape(x.shape)
+
+
+def from_bf16(h) -> np.ndarray:
+    """bf16 bit patterns (uint16) -> float32, exactly."""
+    if not isinstance(h, np.ndarray) or h.dtype != np.uint16:
+        raise TypeError("h must be a uint16 numpy array of bf16 bit patterns")
+    return (h.astype(np.uint32) << 16).view(np.float32)
 
 
 def saturation_free(a_max: int, b_absmax: int) -> bool:

@@ -4,6 +4,7 @@ import sys
 
 import numpy as np
 import pytest
+from isa_params import isa_params
 
 from perfsuite import kernels
 
@@ -23,15 +24,74 @@ def test_generic_always_runnable():
     assert kernels.isa() in kernels.runnable_isas()
 
 
-def test_best_isa_matches_cpu_features():
+def expected_runnable(f: dict) -> list[str]:
+    """The dispatch rules written out from the CPU flags (independently of dispatch.h)."""
+    avx2 = f["avx2"] and f["fma"] and f["os_avx"]
+    avx512 = (
+        avx2
+        and f["os_avx512"]
+        and all(f[x] for x in ("avx512f", "avx512bw", "avx512vl", "avx512dq"))
+    )
+    vnni = avx512 and f["avx512_vnni"]
+    bf16 = vnni and f["avx512_bf16"]
+    flags = {
+        "generic": True,
+        "avx2": avx2,
+        "avx512": avx512,
+        "avx512_vnni": vnni,
+        "avx512_bf16": bf16,
+    }
+    return [name for name, ok in flags.items() if ok]
+
+
+def test_runnable_variants_follow_the_cpu_flags():
     f = kernels.cpu_features()
-    expect_avx2 = f["avx2"] and f["fma"] and f["os_avx"]
-    assert ("avx2" in kernels.runnable_isas()) == expect_avx2
+    assert kernels.runnable_isas() == expected_runnable(f)
     if not os.environ.get(kernels.FORCE_ENV):
-        assert kernels.isa() == ("avx2" if expect_avx2 else "generic")
+        assert kernels.isa() == expected_runnable(f)[-1]
 
 
-@pytest.mark.parametrize("isa", kernels.runnable_isas())
+def test_table_rows_are_levels_best_last():
+    assert kernels.KNOWN_ISAS == ("generic", "avx2", "avx512", "avx512_vnni", "avx512_bf16")
+    needs = [set(kernels.variant_info(n)["requires"]) for n in kernels.KNOWN_ISAS]
+    assert all(a <= b for a, b in zip(needs[1:], needs[2:], strict=False))  # each AVX-512 level adds flags
+    tiles = kernels.variant_info("avx512_bf16")["tiles"]
+    assert tiles == {"f32": (12, 32, 1), "u8s8": (12, 32, 4), "bf16": (12, 32, 2)}
+    assert kernels.variant_info("avx512_bf16")["bf16_native"]
+    assert not kernels.variant_info("avx2")["bf16_native"]
+
+
+def test_missing_flags_name_what_the_cpu_lacks():
+    for name in kernels.KNOWN_ISAS:
+        missing = kernels.missing_flags(name)
+        assert (not missing) == (name in kernels.runnable_isas())
+        have = kernels.cpu_features()
+        assert all(not have.get(flag, False) for flag in missing if not flag.startswith("os_"))
+
+
+@pytest.mark.parametrize("isa", isa_params())
+def test_each_variant_can_be_forced_and_is_recorded(isa):
+    r = run_python(
+        "from perfsuite import kernels as k; from perfsuite.fingerprint import collect_kernels;"
+        "import numpy as np; a = np.arange(35, dtype=np.float32).reshape(5, 7);"
+        "ok = np.allclose(k.gemm_f32(a, a.T.copy()), a @ a.T);"
+        "print(k.isa(), collect_kernels()['kernels.isa'], ok)",
+        PERFSUITE_FORCE_ISA=isa,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [isa, isa, "True"]
+
+
+def test_forcing_a_variant_this_cpu_cannot_run_names_it():
+    missing = [n for n in kernels.KNOWN_ISAS if n not in kernels.runnable_isas()]
+    if not missing:
+        pytest.skip("this CPU runs every variant; nothing to refuse")
+    r = run_python("from perfsuite import kernels as k; k.isa()", PERFSUITE_FORCE_ISA=missing[0])
+    assert r.returncode != 0
+    assert "cannot run on this CPU" in r.stderr
+
+
+@pytest.mark.parametrize("isa", isa_params())
 @pytest.mark.parametrize("n", [1, 7, 8, 9, 1000])
 def test_dot_every_variant(isa, n):
     rng = np.random.default_rng(n)

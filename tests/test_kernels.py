@@ -15,10 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from isa_params import isa_params
 
 from perfsuite import kernels
 
-ISAS = kernels.runnable_isas()
+ISAS = isa_params()
+RUNNABLE = kernels.runnable_isas()
 DIMS = st.one_of(st.integers(1, 300), st.sampled_from([1, 2, 5, 6, 7, 13, 16, 17, 97, 251, 257]))
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -68,7 +70,7 @@ def test_gemm_f32_variants_agree_within_bound():
     rng = np.random.default_rng(2)
     a = rng.standard_normal((129, 333), dtype=np.float32)
     b = rng.standard_normal((333, 65), dtype=np.float32)
-    outs = [kernels.gemm_f32(a, b, isa=i) for i in ISAS]
+    outs = [kernels.gemm_f32(a, b, isa=i) for i in RUNNABLE]
     for o in outs[1:]:
         assert np.all(np.abs(o - outs[0]) <= f32_bound(a, b))
 
@@ -79,14 +81,14 @@ def test_gemm_small_blocks_exercise_every_loop():
     a = rng.standard_normal((50, 70), dtype=np.float32)
     b = rng.standard_normal((70, 90), dtype=np.float32)
     blk = kernels.Blocking(kc_l1=8, mc_l2=12, nc_l3=32)
-    for isa in ISAS:
+    for isa in RUNNABLE:
         c = kernels.gemm_f32(a, b, isa=isa, block=blk, threads=2)
         assert np.all(np.abs(c - a.astype(np.float64) @ b) <= f32_bound(a, b))
     au = rng.integers(0, 256, (50, 70), dtype=np.uint8)
     bs = rng.integers(-128, 128, (70, 90), dtype=np.int8)
     blk8 = kernels.Blocking(kc_l1=12, mc_l2=12, nc_l3=32)
     ref = au.astype(np.int32) @ bs.astype(np.int32)
-    for isa in ISAS:
+    for isa in RUNNABLE:
         assert np.array_equal(kernels.gemm_u8s8_s32(au, bs, exact=True, isa=isa, block=blk8), ref)
 
 
@@ -132,16 +134,21 @@ def saturating_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("isa", ISAS)
 def test_gemm_u8s8_fast_saturates_as_documented(isa):
+    """Without VNNI the fast path clamps int16 pair sums (vpmaddubsw); with VNNI (vpdpbusd)
+    there is no int16 intermediate and the fast path is the exact int32 matmul."""
+    saturates = kernels.variant_info(isa)["u8s8_saturates"]
+    assert saturates == (isa in ("generic", "avx2", "avx512"))
     a = np.full((3, 8), 255, np.uint8)
     b = np.full((8, 5), -128, np.int8)
     fast = kernels.gemm_u8s8_s32(a, b, isa=isa)
     # 255*-128*2 = -65280 per pair clamps to -32768; 4 pairs -> -131072 (exact: -261120).
-    assert np.all(fast == -131072)
+    assert np.all(fast == (-131072 if saturates else -261120))
     assert np.all(kernels.gemm_u8s8_s32(a, b, exact=True, isa=isa) == -261120)
     rng = np.random.default_rng(4)
     a = rng.integers(0, 256, (37, 45), dtype=np.uint8)
     b = rng.integers(-128, 128, (45, 29), dtype=np.int8)
-    assert np.array_equal(kernels.gemm_u8s8_s32(a, b, isa=isa), saturating_reference(a, b))
+    expect = saturating_reference(a, b) if saturates else a.astype(np.int64) @ b
+    assert np.array_equal(kernels.gemm_u8s8_s32(a, b, isa=isa), expect)
 
 
 @pytest.mark.parametrize("isa", ISAS)
@@ -154,6 +161,98 @@ def test_matmul_seed_matches_numpy(isa, m, k, n8, data):
     b[...] = b_
     c = kernels.matmul_seed(a, b, isa=isa)
     assert np.all(np.abs(c - a.astype(np.float64) @ b) <= f32_bound(a, b))
+
+
+# -- bf16 -----------------------------------------------------------------------------------
+
+
+def bf16_reference(x: np.ndarray) -> np.ndarray:
+    """fp32 -> bf16 by the vcvtne2ps2bf16 rules, written independently of the kernels:
+    round to nearest even, NaN quiet, denormals to signed zero."""
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    sign = (u >> 16) & 0x8000
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
+    out = np.where((u & 0x7F800000) == 0, sign, rounded)
+    out = np.where((u & 0x7FFFFFFF) > 0x7F800000, ((u >> 16) | 0x40) & 0xFFFF, out)
+    return out.astype(np.uint16)
+
+
+SPECIAL_F32 = np.array(
+    [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        np.inf,
+        -np.inf,
+        np.nan,
+        1e-40,
+        -1e-40,
+        3.4e38,
+        1.00390625,
+        1.01171875,
+        1.0 + 2**-8 + 2**-20,
+        np.finfo(np.float32).tiny,
+        65504.0,
+    ],
+    dtype=np.float32,
+)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@SETTINGS
+@given(x=arrays(np.float32, st.integers(1, 100), elements=st.floats(width=32)))
+def test_to_bf16_rounds_like_vcvtne2ps2bf16(isa, x):
+    x = np.concatenate([x, SPECIAL_F32])
+    assert np.array_equal(kernels.to_bf16(x, isa=isa), bf16_reference(x))
+
+
+def test_bf16_round_trip_is_exact_on_bf16_values():
+    h = np.arange(0, 1 << 16, dtype=np.uint32).astype(np.uint16)
+    h = h[~np.isnan(kernels.from_bf16(h)) & ((h & 0x7F80) != 0)]  # NaN and denormals aside
+    assert np.array_equal(kernels.to_bf16(kernels.from_bf16(h)), h)
+
+
+@st.composite
+def bf16_case(draw):
+    a, b = matrices(draw, draw(DIMS), draw(DIMS), draw(DIMS))
+    return kernels.to_bf16(a), kernels.to_bf16(b)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("threads", [1, 2])
+@SETTINGS
+@given(case=bf16_case())
+def test_gemm_bf16_matches_numpy_on_bf16_rounded_inputs(isa, threads, case):
+    """Products of bf16 values are exact in fp32, so the only error is the fp32 accumulation:
+    the float32 bound holds against the float64 product of the bf16-rounded inputs."""
+    ah, bh = case
+    a, b = kernels.from_bf16(ah), kernels.from_bf16(bh)
+    c = kernels.gemm_bf16(ah, bh, threads=threads, isa=isa)
+    assert np.all(np.abs(c - a.astype(np.float64) @ b) <= f32_bound(a, b))
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_gemm_bf16_threads_bit_identical(isa):
+    rng = np.random.default_rng(5)
+    a = kernels.to_bf16(rng.standard_normal((301, 517), dtype=np.float32))
+    b = kernels.to_bf16(rng.standard_normal((517, 133), dtype=np.float32))
+    one = kernels.gemm_bf16(a, b, isa=isa)
+    assert np.array_equal(one, kernels.gemm_bf16(a, b, threads=3, isa=isa))
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("threads", [1, 3])
+def test_gemm_u8s8_full_range_large(isa, threads):
+    """Full-range u8 x s8 at sizes that cross every block boundary: exact=True always equals
+    the int32 matmul, and so does the fast path on variants that do not saturate."""
+    rng = np.random.default_rng(6)
+    a = rng.integers(0, 256, (131, 2100), dtype=np.uint8)
+    b = rng.integers(-128, 128, (2100, 67), dtype=np.int8)
+    ref = a.astype(np.int64) @ b
+    assert np.array_equal(kernels.gemm_u8s8_s32(a, b, threads=threads, exact=True, isa=isa), ref)
+    if not kernels.variant_info(isa)["u8s8_saturates"]:
+        assert np.array_equal(kernels.gemm_u8s8_s32(a, b, threads=threads, isa=isa), ref)
 
 
 # -- quantization ---------------------------------------------------------------------------
@@ -360,6 +459,12 @@ BAD_INPUT_SCRIPT = textwrap.dedent(
                                                 np.ones(4, np.float32), 1.0),
         "triad aliasing": lambda: (lambda a: k.stream_triad(a, a, a, 1.0))(np.ones(4, np.float32)),
         "isa unknown": lambda: k.gemm_f32(f, f.T.copy(), isa="avx1024"),
+        "bf16 dtype": lambda: k.gemm_bf16(f, f.T.copy()),
+        "bf16 shapes": lambda: k.gemm_bf16(np.ones((2, 3), np.uint16), np.ones((2, 3), np.uint16)),
+        "to_bf16 float64": lambda: k.to_bf16(np.ones(3)),
+        "from_bf16 int": lambda: k.from_bf16(np.ones(3, np.int32)),
+        "block type": lambda: k.gemm_f32(f, f.T.copy(), block=(64, 64, 64)),
+        "blocking op": lambda: k.blocking("f64"),
     }
     for name, call in cases.items():
         try:
@@ -398,5 +503,9 @@ def test_bad_input_gives_clear_errors_not_crashes():
         "axis 5",
         "differ in length",
         "unknown isa",
+        "uint16",
+        "bf16 bit patterns",
+        "Blocking",
+        "unknown GEMM op",
     ]:
         assert fragment in text, f"no error mentions {fragment!r}:\n{text}"
