@@ -55,6 +55,12 @@ static void GD_CAT(GD_NAME, _pack_b_panel)(ptrdiff_t nvalid, ptrdiff_t kc, ptrdi
         for (ptrdiff_t k = 0; k < kc; ++k, panel += GD_NR) memcpy(panel, B + k * ldb, sizeof(GD_TB) * GD_NR);
         return;
     }
+    if (nvalid == GD_NR && kvalid == kc) { /* full panel, k values interleaved: no bounds tests */
+        for (ptrdiff_t k = 0; k < kc; k += GD_KSTEP)
+            for (ptrdiff_t c = 0; c < GD_NR; ++c)
+                for (ptrdiff_t s = 0; s < GD_KSTEP; ++s) *panel++ = B[(k + s) * ldb + c];
+        return;
+    }
     for (ptrdiff_t k = 0; k < kc; k += GD_KSTEP)
         for (ptrdiff_t c = 0; c < GD_NR; ++c)
             for (ptrdiff_t s = 0; s < GD_KSTEP; ++s)

@@ -43,11 +43,17 @@ def pytest_terminal_summary(terminalreporter, config):
     tr.section("perfsuite kernel ratios (medians of this run)")
     threads = sorted({t for (kind, t, _n) in r if kind == "gemm_f32"})
     sizes = sorted({n for (kind, _t, n) in r if kind == "gemm_f32"})
+    from perfsuite import kernels
+
+    tr.write_line(
+        f"kernel variant: {kernels.isa()} (runnable: {', '.join(kernels.runnable_isas())})"
+    )
     for t in sorted({t for (kind, t, _n) in r if kind == "peak"}):
         tr.write_line(f"measured FMA peak, {t} thread(s): {r[('peak', t, 0)]:.1f} GFLOP/s")
     tr.write_line(
         f"{'n':>6} {'thr':>4} {'gemm GF/s':>10} {'numpy GF/s':>11} {'gemm/numpy':>11} "
-        f"{'gemm/seed':>10} {'gemm/peak':>10} {'int8/f32':>9} {'int8x/f32':>10} {'2t/1t':>6}"
+        f"{'gemm/seed':>10} {'gemm/peak':>10} {'int8/f32':>9} {'int8x/f32':>10} "
+        f"{'bf16/f32':>9} {'2t/1t':>6}"
     )
     for n in sizes:
         for t in threads:
@@ -60,6 +66,7 @@ def pytest_terminal_summary(terminalreporter, config):
                 f"{(r[g] / peak if g in r and peak else float('nan')):>10.2f} "
                 f"{_ratio(r, ('gemm_u8s8', t, n), g):>9} "
                 f"{_ratio(r, ('gemm_u8s8_exact', t, n), g):>10} "
+                f"{_ratio(r, ('gemm_bf16', t, n), g):>9} "
                 f"{_ratio(r, g, ('gemm_f32', 1, n)) if t > 1 else '':>6}"
             )
     for (kind, t, _n), v in sorted(r.items()):

@@ -3,7 +3,9 @@ all in one process so the ratios printed at the end of the run come from one run
 
 numpy's BLAS threads are limited with threadpoolctl to the same count as ours. OpenBLAS worker
 threads spin for a while after a multi-threaded call and steal cores from the next OpenMP
-region, so each round starts after a short idle pause (not timed).
+region, so each round starts after a short idle pause (not timed), and the numpy benchmark
+ends with a longer one: on Zen 4 a 2-thread gemm_f32 started 20 ms after a 2-thread numpy
+call ran at 88 GFLOP/s instead of 177-190 (the spin outlasts 20 ms there).
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ def test_gemm_numpy(benchmark, kernel_results, peaks, n, threads):
             warmup_rounds=1,
             rounds=_rounds(2 * n**3, 60e9 * threads),
         )
+    time.sleep(0.3)  # let OpenBLAS's spinning workers go idle before the next benchmark
     _record(
         benchmark,
         kernel_results,
@@ -107,7 +110,7 @@ def test_gemm_f32(benchmark, kernel_results, peaks, n, threads):
         isa=kernels.isa(),
         threads=threads,
         n=n,
-        blocking=vars(kernels.blocking(4)),
+        blocking=vars(kernels.blocking("f32")),
     )
 
 
@@ -166,6 +169,34 @@ def test_gemm_u8s8_s32(benchmark, kernel_results, peaks, n, threads, exact):
         isa=kernels.isa(),
         threads=threads,
         n=n,
+    )
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("threads", THREADS)
+def test_gemm_bf16(benchmark, kernel_results, peaks, n, threads):
+    if not kernels.variant_info(kernels.isa())["bf16_native"]:
+        pytest.skip(f"no avx512_bf16 in the kernel variant in use ({kernels.isa()})")
+    a, b = (kernels.to_bf16(x) for x in _mats(n))
+    out = np.empty((n, n), np.float32)
+    benchmark.pedantic(
+        kernels.gemm_bf16,
+        (a, b, out, threads),
+        setup=_settle,
+        warmup_rounds=1,
+        rounds=_rounds(2 * n**3, 150e9 * threads),
+    )
+    _record(
+        benchmark,
+        kernel_results,
+        ("gemm_bf16", threads, n),
+        2 * n**3,
+        "gflops",
+        impl="gemm_bf16",
+        isa=kernels.isa(),
+        threads=threads,
+        n=n,
+        blocking=vars(kernels.blocking("bf16")),
     )
 
 
