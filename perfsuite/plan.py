@@ -270,6 +270,8 @@ def _skip(fw, prec, installed, bf16, supported) -> str | None:
     if installed.get(fw) is False:
         return f"{fw} is not installed"
     if prec not in supported[fw]:
+        if prec == "bf16" and fw == "onnxruntime":
+            return "onnxruntime has no bf16 CPU path (its CPU provider runs bf16 graphs in fp32)"
         return f"{prec} has no {fw} path"
     if prec == "bf16" and not bf16:
         return "bf16 needs avx512_bf16 or AMX; this CPU has neither"

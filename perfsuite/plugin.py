@@ -371,7 +371,16 @@ def pytest_terminal_summary(terminalreporter, config):
         f"perfsuite sweep: profile {session.profile.name} on "
         f"{session.fingerprint['hardware_class']}"
     )
-    sweep_table(tr.write_line, session.records, session.formula_threads)
+    fp = session.fingerprint
+    flags = (fp.get("isa.avx512_vnni"), fp.get("isa.avx_vnni"))
+    vnni = None if flags == (None, None) else any(flags)
+    sweep_table(
+        tr.write_line,
+        session.records,
+        session.formula_threads,
+        hardware_class=fp["hardware_class"],
+        vnni=vnni,
+    )
     tr.write_line(f"results: {session.run_dir}/points/*.json, summary.json beside them")
     outcome = config.stash.get(OUTCOME, None)
     if outcome is not None:

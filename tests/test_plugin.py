@@ -236,9 +236,24 @@ def test_plan_on_one_node_and_skips(host_tree):
     reasons = {p.id: p.skip for p in points}
     assert reasons["resnet50-onnxruntime-fp32-t2-node0-b1"] is None
     assert "node 3 does not exist" in reasons["resnet50-onnxruntime-fp32-t1-node3-b1"]
-    assert "bf16 has no onnxruntime path" in reasons["resnet50-onnxruntime-bf16-t1-node0-b1"]
+    assert "onnxruntime has no bf16 CPU path" in reasons["resnet50-onnxruntime-bf16-t1-node0-b1"]
     assert "openvino is not installed" in reasons["resnet50-openvino-fp32-t1-node0-b1"]
     assert "int8_dynamic has no openvino path" not in reasons.values()  # installed check first
+
+
+def test_default_profile_has_bf16_rows_where_the_isa_has_it(host_tree):
+    """bf16 runs on OpenVINO where the CPU has avx512_bf16 (the 9654 fixture, Zen 4) and is a
+    skip naming the missing ISA elsewhere (the Zen 3 VM fixture)."""
+    profile = select_profile(load_profiles(), "default", {})
+    installed = {"onnxruntime": True, "openvino": True}
+    for tree, bf16 in (("epyc9654-1s-nps1", True), ("kvm-zen3-2vcpu", False)):
+        points = expand(profile, read_topology(host_tree(tree)), installed=installed, bf16=bf16)
+        ov_bf16 = [p for p in points if p.framework == "openvino" and p.precision == "bf16"]
+        assert ov_bf16
+        if bf16:
+            assert all(p.skip is None for p in ov_bf16)
+        else:
+            assert all("needs avx512_bf16" in p.skip for p in ov_bf16)
 
 
 def test_all_threads_and_auto_formula(host_tree):

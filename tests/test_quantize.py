@@ -146,3 +146,12 @@ def test_diagnosis_names_conv_integer_and_saturation(cnn):
         "saturate" in r for r in diagnose(static, {"avx512_vnni": True}, reduce_range=False)
     )
     assert any("pre-processing" in r for r in diagnose(static, no_vnni, preprocessed=False))
+
+
+def test_diagnosis_knows_vnni_makes_reduce_range_unnecessary(cnn):
+    static = quantize.prepare(cnn, "int8_static_rr", "onnxruntime").path
+    vnni = {"avx2": True, "avx512_vnni": True}
+    no_vnni = {"avx2": True, "avx512_vnni": False, "avx_vnni": False}
+    with_vnni = diagnose(static, vnni, reduce_range=True)
+    assert any("reduce_range=True" in r and "vpdpbusd" in r for r in with_vnni)
+    assert not any("vpdpbusd" in r for r in diagnose(static, no_vnni, reduce_range=True))
