@@ -96,7 +96,9 @@ def cmd_compare(args) -> int:
 
 
 def cmd_qualify(args) -> int:
-    """Qualify this server against its SKU reference; exit 1 on any FAIL."""
+    """Qualify this server against its SKU reference (or, for a class with none, on what needs
+    no reference); exit 1 on any FAIL, 2 on a reference that cannot apply."""
+    import datetime
     import time
 
     from perfsuite import qualify
@@ -106,13 +108,37 @@ def cmd_qualify(args) -> int:
 
     t0 = time.perf_counter()
     fp = fingerprint("/")
+    if args.save_reference and args.reference:
+        print(
+            "perfsuite qualify: --save-reference and --reference exclude each other",
+            file=sys.stderr,
+        )
+        return 2
+    if args.save_reference and args.quick:
+        print(
+            "perfsuite qualify: --save-reference needs full measurements; drop --quick",
+            file=sys.stderr,
+        )
+        return 2
+    if args.repeats < 1:
+        print(f"perfsuite qualify: --repeats must be >= 1, got {args.repeats}", file=sys.stderr)
+        return 2
     try:
-        ref = qualify.load_reference(args.reference, fp["hardware_class"])
+        ref = (
+            None
+            if args.no_reference or args.save_reference
+            else qualify.load_reference(args.reference, fp["hardware_class"])
+        )
         qualify.check_sku(fp["fields"], ref)
     except qualify.QualifyError as exc:
         print(f"perfsuite qualify: {exc}", file=sys.stderr)
         return 2
-    measurements = qualify.measure(read_topology("/"), quick=args.quick)
+    topo = read_topology("/")
+    runs = [
+        qualify.measure(topo, quick=args.quick)
+        for _ in range(args.repeats if args.save_reference else 1)
+    ]
+    measurements = runs[0]
     if args.inference:
         measurements["inference"] = qualify.run_inference(
             args.out, args.baselines, args.inference_profile
@@ -125,10 +151,8 @@ def cmd_qualify(args) -> int:
             f"expected {c.expected!s:<18} {c.detail}"
         )
     elapsed = time.perf_counter() - t0
-    print(
-        f"qualification of {fp['hardware_class']} against '{ref['sku']}': {result} "
-        f"({elapsed:.0f} s)"
-    )
+    against = f"'{ref['sku']}'" if ref else "no reference (checks that need one are WARN)"
+    print(f"qualification of {fp['hardware_class']} against {against}: {result} ({elapsed:.0f} s)")
     out = Path(args.out)
     report = {
         "schema": "perfsuite.qualification/1",
@@ -146,6 +170,17 @@ def cmd_qualify(args) -> int:
         out / "qualification.html", qualify.html(checks, f"qualification of {fp['hardware_class']}")
     )
     print(f"reports: {out / 'qualification.json'}, {out / 'qualification.html'}")
+    if args.save_reference:
+        if result == "FAIL":
+            print(
+                "reference NOT saved: this host fails checks that need no reference",
+                file=sys.stderr,
+            )
+            return 1
+        when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+        new_ref = qualify.make_reference(fp, runs, when=when)
+        atomic_write_text(Path(args.save_reference), json.dumps(new_ref, indent=1) + "\n")
+        print(f"reference saved: {args.save_reference} ({new_ref['source']})")
     return 1 if result == "FAIL" else 0
 
 
@@ -187,6 +222,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmp_.set_defaults(func=cmd_compare)
     q = sub.add_parser("qualify", help="qualify this server against its SKU reference")
+    q.add_argument(
+        "--no-reference",
+        action="store_true",
+        help="ignore shipped references: judge only what needs none (as for a class with none)",
+    )
+    q.add_argument(
+        "--save-reference",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="measure --repeats times and write a reference for this class from the medians "
+        "(use on a known-good host)",
+    )
+    q.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="measurement runs for --save-reference (default: 3)",
+    )
     q.add_argument(
         "--reference",
         type=Path,

@@ -17,6 +17,24 @@ import numpy as np
 
 REFERENCE_SCHEMA = "perfsuite.reference/1"
 STATUSES = ("PASS", "WARN", "FAIL", "SKIP")
+NEEDS_REFERENCE = "measured; judging it needs a reference for this class"
+# Judged on any host, reference or not.
+ALL_CORE_MIN_RATIO = 0.9
+GEMM_EFFICIENCY_MIN = 0.5
+STABILITY_MAX_CV = 0.10
+RECOMMENDED_SETTINGS = {"os.numa_balancing": False, "freq.governor": "performance"}
+TOPOLOGY_KEYS = (
+    "cpu.vendor",
+    "cpu.microarchitecture",
+    "cpu.sockets",
+    "cpu.physical_cores",
+    "cpu.threads_per_core",
+    "numa.node_count",
+    "cache.l3_bytes",
+    "cache.l3_domain_count",
+)
+# The AVX-512 generations: these flags missing on them means a hypervisor or BIOS masks them.
+AVX512_MICROARCHITECTURES = ("zen4", "zen5")
 
 
 class QualifyError(ValueError):
@@ -41,16 +59,15 @@ def shipped_references() -> dict[str, Path]:
     return {p.name: Path(str(p)) for p in root.iterdir() if p.name.endswith(".json")}
 
 
-def load_reference(path: Path | None, hardware_class: str) -> dict:
+def load_reference(path: Path | None, hardware_class: str) -> dict | None:
+    """The reference at ``path``, else the shipped one for this hardware class, else None:
+    a class with no reference is still qualified on what needs none (``evaluate``)."""
     if path is None:
         for p in shipped_references().values():
             ref = json.loads(p.read_text())
             if ref.get("hardware_class") == hardware_class:
                 return ref
-        raise QualifyError(
-            f"no shipped reference for hardware class {hardware_class}; pass "
-            f"--reference FILE (shipped: {', '.join(sorted(shipped_references()))})"
-        )
+        return None
     try:
         ref = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
@@ -64,6 +81,8 @@ def load_reference(path: Path | None, hardware_class: str) -> dict:
 
 def check_sku(fields: dict, ref: dict) -> None:
     """A reference for another vendor or microarchitecture is a usage error, not a FAIL."""
+    if ref is None:
+        return
     topo = ref.get("topology", {})
     for key in ("cpu.vendor", "cpu.microarchitecture"):
         if key in topo and fields.get(key) != topo[key]:
@@ -98,8 +117,28 @@ def _graded(value: float, expected: float, warn: float, fail: float) -> str:
     return "PASS" if ratio >= warn else ("WARN" if ratio >= fail else "FAIL")
 
 
-def check_bandwidth(per_node_gbs: dict[int, float], ref: dict) -> list[Check]:
-    spec = ref["bandwidth_gbs_per_node"]
+def check_bandwidth(
+    per_node_gbs: dict[int, float], ref: dict | None, *, quick: bool = False
+) -> list[Check]:
+    spec = ref["bandwidth_gbs_per_node"] if ref else None
+    if quick and spec:
+        # 16 MiB arrays: start-up and cache effects dominate; measured 13 GB/s here in quick
+        # mode against 35-41 GB/s with the full 128 MiB arrays.
+        return [
+            Check(
+                "bandwidth",
+                f"node{n} triad GB/s",
+                "WARN",
+                round(v, 1),
+                spec["expected"],
+                "--quick arrays are too small to judge bandwidth; run without --quick",
+            )
+            for n, v in sorted(per_node_gbs.items())
+        ] + (
+            [check_node_symmetry(per_node_gbs, ref.get("node_symmetry_max_spread", 0.15))]
+            if len(per_node_gbs) > 1
+            else []
+        )
     out = [
         Check(
             "bandwidth",
@@ -109,31 +148,43 @@ def check_bandwidth(per_node_gbs: dict[int, float], ref: dict) -> list[Check]:
             spec["expected"],
             f"{v / spec['expected']:.0%} of the reference",
         )
+        if spec
+        else Check(
+            "bandwidth",
+            f"node{n} triad GB/s",
+            "WARN",
+            round(v, 1),
+            None,
+            NEEDS_REFERENCE + " (the DIMM channel count is not readable from sysfs)",
+        )
         for n, v in sorted(per_node_gbs.items())
     ]
     if len(per_node_gbs) > 1:
-        best = max(per_node_gbs.values())
-        limit = ref.get("node_symmetry_max_spread", 0.15)
-        slow = {n: v for n, v in per_node_gbs.items() if v < best * (1 - limit)}
-        detail = ", ".join(
-            f"node{n} at {v / best:.0%} of the fastest node" for n, v in slow.items()
-        )
-        out.append(
-            Check(
-                "bandwidth",
-                "node symmetry",
-                "FAIL" if slow else "PASS",
-                {f"node{n}": round(v, 1) for n, v in sorted(per_node_gbs.items())},
-                f"all within {limit:.0%} of the fastest",
-                detail or "all nodes within the limit (a DIMM missing shows up here)",
-            )
-        )
+        limit = (ref or {}).get("node_symmetry_max_spread", 0.15)
+        out.append(check_node_symmetry(per_node_gbs, limit))
     return out
 
 
+def check_node_symmetry(per_node_gbs: dict[int, float], limit: float) -> Check:
+    """Nodes of one server must match each other: judged without any reference."""
+    best = max(per_node_gbs.values())
+    slow = {n: v for n, v in per_node_gbs.items() if v < best * (1 - limit)}
+    detail = ", ".join(f"node{n} at {v / best:.0%} of the fastest node" for n, v in slow.items())
+    return Check(
+        "bandwidth",
+        "node symmetry",
+        "FAIL" if slow else "PASS",
+        {f"node{n}": round(v, 1) for n, v in sorted(per_node_gbs.items())},
+        f"all within {limit:.0%} of the fastest",
+        detail or "all nodes within the limit (a DIMM missing shows up here)",
+    )
+
+
 def check_compute(
-    peak_per_core: float, all_core_per_core: float, gemm_eff: float, ref: dict
+    peak_per_core: float, all_core_per_core: float, gemm_eff: float, ref: dict | None
 ) -> list[Check]:
+    if ref is None:
+        return _check_compute_unreferenced(peak_per_core, all_core_per_core, gemm_eff)
     spec = ref["fma_gflops_per_core"]
     out = [
         Check(
@@ -154,23 +205,53 @@ def check_compute(
             else "all-core rate well below the single-core rate: clock drops under load",
         ),
     ]
-    want = ref.get("gemm_efficiency_min", 0.5)
-    out.append(
-        Check(
-            "compute",
-            "GEMM efficiency (gemm_f32 n=1024 / FMA peak)",
-            "PASS" if gemm_eff >= want else "WARN",
-            round(gemm_eff, 2),
-            f">= {want}",
-        )
-    )
+    out.append(_check_gemm(gemm_eff, ref.get("gemm_efficiency_min", GEMM_EFFICIENCY_MIN)))
     return out
 
 
-def check_stability(repeats: list[float], ref: dict) -> list[Check]:
+def _check_gemm(gemm_eff: float, want: float) -> Check:
+    return Check(
+        "compute",
+        "GEMM efficiency (gemm_f32 n=1024 / FMA peak)",
+        "PASS" if gemm_eff >= want else "WARN",
+        round(gemm_eff, 2),
+        f">= {want}",
+    )
+
+
+def _check_compute_unreferenced(
+    peak_per_core: float, all_core_per_core: float, gemm_eff: float
+) -> list[Check]:
+    """Without a reference the absolute rate is not judged, but the host is compared with
+    itself: all cores busy must keep 90% of the one-core rate (no clock collapse under
+    load), and the GEMM must reach a fixed share of the peak measured on this host."""
+    ratio = all_core_per_core / peak_per_core if peak_per_core else 0.0
+    return [
+        Check(
+            "compute",
+            "FMA GFLOP/s, one core",
+            "WARN",
+            round(peak_per_core, 1),
+            None,
+            NEEDS_REFERENCE,
+        ),
+        Check(
+            "compute",
+            "FMA per core all cores busy / one core",
+            "PASS" if ratio >= ALL_CORE_MIN_RATIO else "WARN",
+            round(ratio, 2),
+            f">= {ALL_CORE_MIN_RATIO}",
+            f"{all_core_per_core:.1f} vs {peak_per_core:.1f} GFLOP/s per core"
+            + ("" if ratio >= ALL_CORE_MIN_RATIO else ": clock drops under load"),
+        ),
+        _check_gemm(gemm_eff, GEMM_EFFICIENCY_MIN),
+    ]
+
+
+def check_stability(repeats: list[float], ref: dict | None) -> list[Check]:
     a = np.asarray(repeats, float)
     cv = float(a.std(ddof=1) / a.mean()) if a.size > 1 else 0.0
-    limit = ref.get("stability_max_cv", 0.05)
+    limit = (ref or {}).get("stability_max_cv", STABILITY_MAX_CV)
     return [
         Check(
             "stability",
@@ -183,9 +264,10 @@ def check_stability(repeats: list[float], ref: dict) -> list[Check]:
     ]
 
 
-def check_settings(fields: dict, ref: dict) -> list[Check]:
+def check_settings(fields: dict, ref: dict | None) -> list[Check]:
     out = []
-    for key, want in ref.get("settings", {}).items():
+    wanted = ref.get("settings", {}) if ref else RECOMMENDED_SETTINGS
+    for key, want in wanted.items():
         got = fields.get(key)
         if got is None:
             out.append(Check("settings", key, "SKIP", None, want, "not readable on this host"))
@@ -311,10 +393,70 @@ def check_inference(info: dict | None) -> list[Check]:
     ]
 
 
-def evaluate(fields: dict, measurements: dict, ref: dict) -> list[Check]:
+def check_topology_sanity(fields: dict) -> list[Check]:
+    """What a host's own topology must satisfy, with or without a reference."""
+    online = fields.get("cpu.online_count")
+    cores, tpc = fields.get("cpu.physical_cores"), fields.get("cpu.threads_per_core")
+    out = []
+    if online is not None and cores and tpc:
+        out.append(
+            Check(
+                "topology",
+                "online CPUs = cores x threads per core",
+                "PASS" if online == cores * tpc else "FAIL",
+                online,
+                cores * tpc,
+                "" if online == cores * tpc else "CPUs offline or cores disabled",
+            )
+        )
+    offline = fields.get("cpu.offline") or ""
+    out.append(
+        Check(
+            "topology",
+            "offline CPUs",
+            "PASS" if not offline else "WARN",
+            offline or "none",
+            "none",
+        )
+    )
+    out.append(
+        Check(
+            "topology",
+            "NUMA nodes and L3 readable",
+            "PASS" if fields.get("numa.node_count") and fields.get("cache.l3_bytes") else "FAIL",
+            {
+                "numa.node_count": fields.get("numa.node_count"),
+                "cache.l3_bytes": fields.get("cache.l3_bytes"),
+            },
+            "both known",
+        )
+    )
+    if fields.get("cpu.microarchitecture") in AVX512_MICROARCHITECTURES:
+        masked = [
+            f
+            for f in ("isa.avx512f", "isa.avx512_vnni", "isa.avx512_bf16")
+            if fields.get(f) is False
+        ]
+        out.append(
+            Check(
+                "topology",
+                "AVX-512 visible (VNNI, BF16)",
+                "WARN" if masked else "PASS",
+                "masked: " + ", ".join(masked) if masked else "all present",
+                "all present",
+                "a hypervisor or BIOS hides them: INT8/bf16 run the slow paths" if masked else "",
+            )
+        )
+    return out
+
+
+def evaluate(fields: dict, measurements: dict, ref: dict | None) -> list[Check]:
+    """Every check; with ``ref`` None, what needs a reference is WARN and the rest is judged."""
     check_sku(fields, ref)
-    checks = check_topology(fields, ref)
-    checks += check_bandwidth(measurements["bandwidth_gbs"], ref)
+    checks = check_topology_sanity(fields) if ref is None else check_topology(fields, ref)
+    checks += check_bandwidth(
+        measurements["bandwidth_gbs"], ref, quick=measurements.get("quick", False)
+    )
     checks += check_compute(
         measurements["fma_per_core"],
         measurements["fma_all_cores_per_core"],
@@ -325,6 +467,47 @@ def evaluate(fields: dict, measurements: dict, ref: dict) -> list[Check]:
     checks += check_settings(fields, ref)
     checks += check_inference(measurements.get("inference"))
     return checks
+
+
+def make_reference(fp: dict, runs: list[dict], *, when: str) -> dict:
+    """A reference from a known-good host: the median of repeated measurements, this host's
+    topology as the expected one, its settings as the recommended ones."""
+    fields = fp["fields"]
+    med = lambda xs: float(np.median(xs))  # noqa: E731
+    bandwidth = med([min(r["bandwidth_gbs"].values()) for r in runs])
+    fma = med([med(r["fma_repeats"]) for r in runs])
+    gemm = med([r["gemm_efficiency"] for r in runs])
+    topology = {k: fields.get(k) for k in TOPOLOGY_KEYS if fields.get(k) is not None}
+    topology.update({k: v for k, v in fields.items() if k.startswith("isa.") and v is not None})
+    settings = {
+        k: fields[k]
+        for k in ("os.thp_enabled", "os.numa_balancing", "freq.governor")
+        if fields.get(k) is not None
+    }
+    return {
+        "schema": REFERENCE_SCHEMA,
+        "sku": f"{fp['hardware_class']} ({fields.get('cpu.model_name') or 'unknown model'})",
+        "hardware_class": fp["hardware_class"],
+        "source": (
+            f"perfsuite qualify --save-reference on {when}: median of {len(runs)} runs "
+            f"(triad {bandwidth:.1f} GB/s on the slowest node, FMA {fma:.1f} GFLOP/s per "
+            f"core, GEMM efficiency {gemm:.2f})"
+        ),
+        "saved": {"date": when, "fingerprint": fields},
+        "topology": topology,
+        "memory_total_gib_min": int((fields.get("memory.total_bytes") or 0) / 2**30 * 0.95),
+        # Wide bands: a reference from one VM must pass on that VM on a noisy day.
+        "bandwidth_gbs_per_node": {
+            "expected": round(bandwidth, 1),
+            "warn_below": 0.8,
+            "fail_below": 0.5,
+        },
+        "node_symmetry_max_spread": 0.15,
+        "fma_gflops_per_core": {"expected": round(fma, 1), "warn_below": 0.85, "fail_below": 0.6},
+        "gemm_efficiency_min": round(gemm * 0.8, 2),
+        "stability_max_cv": STABILITY_MAX_CV,
+        "settings": settings,
+    }
 
 
 def verdict(checks: list[Check]) -> str:
@@ -361,11 +544,16 @@ def measure(topo, *, quick: bool = False, mechanism: str = "auto") -> dict:
     seconds = 0.05 if quick else 0.3
     repeats = [kernels.compute_peak(1, seconds)["gflops"] for _ in range(3 if quick else 5)]
     cores = topo.physical_cores or 1
-    # best of 3: a single all-core reading on a shared host can lose a core to a neighbour
-    all_cores = (
-        max(kernels.compute_peak(len(topo.online or [0]), seconds)["gflops"] for _ in range(3))
-        / cores
-    )
+    # A single all-core reading on a shared VM can lose a whole core to a neighbour for about a
+    # second (seen here: 62 instead of 122 GFLOP/s per core, 1 run in 5, while 24 back-to-back
+    # readings were all within 8%). Read up to 8 times and stop at the first that keeps 90% of
+    # the one-core rate: a host whose clock really drops under load fails all 8.
+    readings = []
+    for _ in range(8):
+        readings.append(kernels.compute_peak(len(topo.online or [0]), seconds)["gflops"] / cores)
+        if readings[-1] >= ALL_CORE_MIN_RATIO * max(repeats):
+            break
+    all_cores = max(readings)
     a = np.random.default_rng(0).standard_normal((1024, 1024), dtype=np.float32)
     kernels.gemm_f32(a, a)
     t0 = time.perf_counter()
@@ -375,6 +563,8 @@ def measure(topo, *, quick: bool = False, mechanism: str = "auto") -> dict:
         "bandwidth_gbs": bandwidth,
         "fma_per_core": max(repeats),
         "fma_all_cores_per_core": all_cores,
+        "fma_all_cores_readings": readings,
+        "quick": quick,
         "gemm_efficiency": gemm / max(repeats),
         "fma_repeats": repeats,
     }
