@@ -372,7 +372,7 @@ def pytest_terminal_summary(terminalreporter, config):
         f"{session.fingerprint['hardware_class']}"
     )
     fp = session.fingerprint
-    flags = (fp.get("isa.avx512_vnni"), fp.get("isa.avx_vnni"))
+    flags = (fp["fields"].get("isa.avx512_vnni"), fp["fields"].get("isa.avx_vnni"))
     vnni = None if flags == (None, None) else any(flags)
     sweep_table(
         tr.write_line,
