@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from perfsuite.fingerprint import FIELD_CLASSES, fingerprint
+from perfsuite.options import add_gate_options
 
 
 def _fmt(value) -> str:
@@ -57,7 +58,9 @@ def print_info(fp: dict) -> None:
 
 
 def cmd_info(args) -> int:
-    fp = fingerprint(args.root)
+    from perfsuite.backends import software_versions
+
+    fp = fingerprint(args.root, frameworks=software_versions())
     if args.json:
         json.dump(fp, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -69,16 +72,19 @@ def cmd_info(args) -> int:
 def cmd_compare(args) -> int:
     """Gate offline: BASELINE and CURRENT are baseline files or run directories."""
     from perfsuite.baseline import BaselineError
-    from perfsuite.compare import GateConfig
     from perfsuite.gate import evaluate, load_results
+    from perfsuite.gate_config import GateConfigError, load_gate_config
     from perfsuite.gate_report import terminal, write_all
 
+    config = args.config
+    if config is None and Path("pyproject.toml").is_file():
+        config = Path("pyproject.toml")
     try:
+        cfg = load_gate_config(config, args.threshold, args.alpha)
         base, cur = load_results(args.baseline), load_results(args.current)
-    except BaselineError as exc:
+    except (BaselineError, GateConfigError) as exc:
         print(f"perfsuite compare: {exc}", file=sys.stderr)
         return 2
-    cfg = GateConfig(threshold=args.threshold, alpha=args.alpha)
     comparison = evaluate(base, cur, cfg)
     terminal(print, comparison, base.source, cur.source)
     if args.report:
@@ -107,7 +113,9 @@ def cmd_qualify(args) -> int:
     from perfsuite.topology import read_topology
 
     t0 = time.perf_counter()
-    fp = fingerprint("/")
+    from perfsuite.backends import software_versions
+
+    fp = fingerprint("/", frameworks=software_versions())
     if args.save_reference and args.reference:
         print(
             "perfsuite qualify: --save-reference and --reference exclude each other",
@@ -196,23 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_ = sub.add_parser("compare", help="gate CURRENT against BASELINE (files or run dirs)")
     cmp_.add_argument("baseline", type=Path, help="baseline JSON or perfsuite run directory")
     cmp_.add_argument("current", type=Path, help="baseline JSON or perfsuite run directory")
+    add_gate_options(cmp_.add_argument, "--", fail_on_default="regression")
     cmp_.add_argument(
-        "--fail-on",
-        choices=("regression", "unstable", "never"),
-        default="regression",
-        help="exit 1 on these verdicts (default: regression)",
-    )
-    cmp_.add_argument(
-        "--threshold",
-        type=float,
-        default=0.05,
-        help="practical threshold, relative (default: 0.05)",
-    )
-    cmp_.add_argument(
-        "--alpha",
-        type=float,
-        default=0.01,
-        help="family-wise significance level, Holm (default: 0.01)",
+        "--config",
+        type=Path,
+        default=None,
+        help="TOML file whose [tool.perfsuite.gate] configures the gate, as the plugin reads "
+        "it from the project's pyproject.toml (default: ./pyproject.toml if it exists)",
     )
     cmp_.add_argument(
         "--report",

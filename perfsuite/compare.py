@@ -22,6 +22,7 @@ beyond it are still judged on the residual.
 from __future__ import annotations
 
 import fnmatch
+import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -44,6 +45,10 @@ SINGLE_RUN_HINT = (
 )
 
 
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 @dataclass(frozen=True)
 class GateConfig:
     alpha: float = 0.01  # family-wise, per sweep (Holm)
@@ -54,6 +59,29 @@ class GateConfig:
     bootstrap_resamples: int = 2000
     thresholds: dict = field(default_factory=dict)  # benchmark-id glob -> threshold
     seed: int = 0
+
+    def __post_init__(self):
+        # Every field bounds a comparison: NaN compares false and would switch the gate off.
+        def bad(name: str, value, ok: str) -> ValueError:
+            return ValueError(f"gate {name} = {value!r}: must be {ok}")
+
+        for name in ("alpha", "burst_fraction"):
+            v = getattr(self, name)
+            if not _finite(v) or not 0 < v < 1:
+                raise bad(name, v, "a number between 0 and 1 (exclusive)")
+        for name in ("threshold", "cv_limit", "burst_threshold"):
+            v = getattr(self, name)
+            if not _finite(v) or v <= 0:
+                raise bad(name, v, "a finite number > 0")
+        if not isinstance(self.bootstrap_resamples, int) or self.bootstrap_resamples < 100:
+            raise bad("bootstrap_resamples", self.bootstrap_resamples, "a whole number >= 100")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise bad("seed", self.seed, "a whole number")
+        if not isinstance(self.thresholds, dict):
+            raise bad("thresholds", self.thresholds, "a table of id glob = threshold")
+        for pattern, v in self.thresholds.items():
+            if not _finite(v) or v <= 0:
+                raise bad(f"thresholds[{pattern!r}]", v, "a finite number > 0")
 
     def threshold_for(self, point_id: str) -> float:
         for pattern, value in self.thresholds.items():

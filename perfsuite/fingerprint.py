@@ -81,11 +81,14 @@ FIELD_CLASSES: dict[str, str] = {
     "software.perfsuite": INFO,
     "software.numpy": INFO,
     "software.numpy_blas": INFO,
-    "software.onnxruntime": INFO,
-    "software.openvino": INFO,
-    "software.nncf": INFO,
-    "software.onnx": INFO,
 }
+
+
+def field_class(key: str) -> str:
+    """A field's class; software.* versions (one per framework distribution) are informational."""
+    if key.startswith("software."):
+        return FIELD_CLASSES.get(key, INFO)
+    return FIELD_CLASSES[key]
 
 
 def collect_cpu(topo: Topology) -> dict:
@@ -236,10 +239,6 @@ def collect_software() -> dict:
         "software.perfsuite": _dist_version("perfsuite"),
         "software.numpy": _dist_version("numpy"),
         "software.numpy_blas": blas,
-        "software.onnxruntime": _dist_version("onnxruntime"),
-        "software.openvino": _dist_version("openvino"),
-        "software.nncf": _dist_version("nncf"),
-        "software.onnx": _dist_version("onnx"),
     }
 
 
@@ -267,8 +266,12 @@ def hardware_class(fields: dict) -> str:
     return re.sub(r"[^a-z0-9_-]+", "_", "-".join(str(p) for p in parts).lower())
 
 
-def fingerprint(root: str | Path = "/", *, software: bool = True) -> dict:
-    """The full fingerprint dict (see module docstring and ``FIELD_CLASSES``)."""
+def fingerprint(
+    root: str | Path = "/", *, software: bool = True, frameworks: dict | None = None
+) -> dict:
+    """The full fingerprint dict (see module docstring and ``FIELD_CLASSES``). ``frameworks``:
+    software.<distribution> versions of the frameworks under test
+    (``perfsuite.backends.software_versions()``, which the faces pass)."""
     host = Path(root).resolve() == Path("/")
     topo = read_topology(root)
     reader = Reader(root)
@@ -282,6 +285,7 @@ def fingerprint(root: str | Path = "/", *, software: bool = True) -> dict:
     if software:
         fields.update(collect_kernels() if host else {"kernels.isa": None})
         fields.update(collect_software())
+        fields.update(frameworks or {})
     notes = list(topo.notes) + reader.notes
     node_mem = [n["mem_total_bytes"] for n in fields.get("numa.nodes") or []]
     total = fields.get("memory.total_bytes")
@@ -297,7 +301,7 @@ def fingerprint(root: str | Path = "/", *, software: bool = True) -> dict:
         "schema": SCHEMA,
         "hardware_class": hardware_class(fields),
         "fields": fields,
-        "classes": {k: FIELD_CLASSES[k] for k in fields},
+        "classes": {k: field_class(k) for k in fields},
         "notes": notes,
         "python_executable": sys.executable if host else None,
     }

@@ -7,11 +7,12 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 import os
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from perfsuite.cache import atomic_write_text
+from perfsuite.cache import atomic_write_text, json_default
 from perfsuite.compare import Comparison, PointVerdict
 
 
@@ -198,15 +199,33 @@ tr.incomparable,tr.error{{background:#eee}}</style></head><body>
 <th>note</th></tr>{rows}</table>{imgs}</body></html>"""
 
 
+def as_json(c: Comparison, fail_on: str) -> dict:
+    """The verdicts as data: what CI and the identical-verdicts check of the two faces read."""
+    return {
+        "schema": "perfsuite.gate/1",
+        "comparable": c.comparable,
+        "differences": c.differences,
+        "machine_shift": c.machine_shift,
+        "fail_on": fail_on,
+        "failing": [v.id for v in c.failing(fail_on)],
+        "verdicts": [v.as_dict() for v in c.verdicts],
+    }
+
+
 def write_all(out_dir: Path, c: Comparison, base, cur, fail_on: str) -> dict[str, Path]:
-    """Markdown, JUnit and HTML files in out_dir; Markdown also to $GITHUB_STEP_SUMMARY."""
+    """Markdown, JUnit, HTML and JSON files in out_dir; Markdown also to
+    $GITHUB_STEP_SUMMARY."""
     out_dir = Path(out_dir)
     md = markdown(c, base.source, cur.source)
     paths = {
+        "json": out_dir / "gate.json",
         "markdown": out_dir / "gate.md",
         "junit": out_dir / "gate-junit.xml",
         "html": out_dir / "gate.html",
     }
+    atomic_write_text(
+        paths["json"], json.dumps(as_json(c, fail_on), indent=1, default=json_default)
+    )
     atomic_write_text(paths["markdown"], md)
     atomic_write_text(paths["junit"], junit(c, fail_on))
     atomic_write_text(

@@ -161,6 +161,9 @@ def make_profile(name: str, raw: dict) -> Profile:
             scalars[key] = typ(raw[key])
         except (TypeError, ValueError) as exc:
             raise PlanError(f"profile {name!r}: {key} must be {typ.__name__}") from exc
+        if typ is float and not math.isfinite(scalars[key]):
+            # TOML has nan and inf; NaN passes every "<= 0" check and would mean "forever"
+            raise PlanError(f"profile {name!r}: {key} = {raw[key]!r} must be a finite number")
     if (
         scalars["min_time"] <= 0
         or scalars["min_samples"] < 1
@@ -210,13 +213,12 @@ def expand(
     *,
     model_mb=None,
     bf16: bool = False,
-    installed: dict | None = None,
+    unavailable: dict | None = None,
 ) -> list[Point]:
     """All points of the profile on this host, each with a skip reason when it cannot run.
-    model_mb(name) gives a model's weight size for threads='auto' (the article's formula)."""
-    from perfsuite.quantize import SUPPORTED
-
-    installed = installed or {}
+    model_mb(name) gives a model's weight size for threads='auto' (the article's formula);
+    unavailable maps a framework to why it cannot run here (its BackendUnavailable)."""
+    unavailable = unavailable or {}
     nodes = {n.node: n for n in topo.numa_nodes or ()}
     node_list: list[int | None] = []
     for spec in profile.numa_nodes:
@@ -256,7 +258,7 @@ def expand(
                         for threads in counts:
                             for batch in profile.batch:
                                 for mode in profile.mode:
-                                    skip = node_skip or _skip(fw, prec, installed, bf16, SUPPORTED)
+                                    skip = node_skip or _skip(fw, prec, unavailable, bf16)
                                     p = Point(
                                         model, fw, prec, threads, node, batch, mode, tspec, skip
                                     )
@@ -266,13 +268,14 @@ def expand(
     return points
 
 
-def _skip(fw, prec, installed, bf16, supported) -> str | None:
-    if installed.get(fw) is False:
-        return f"{fw} is not installed"
-    if prec not in supported[fw]:
-        if prec == "bf16" and fw == "onnxruntime":
-            return "onnxruntime has no bf16 CPU path (its CPU provider runs bf16 graphs in fp32)"
-        return f"{prec} has no {fw} path"
+def _skip(fw, prec, unavailable, bf16) -> str | None:
+    from perfsuite.backends import get_backend
+
+    if unavailable.get(fw):
+        return unavailable[fw]
+    reason = get_backend(fw).why_not(prec)
+    if reason:
+        return reason
     if prec == "bf16" and not bf16:
         return "bf16 needs avx512_bf16 or AMX; this CPU has neither"
     return None

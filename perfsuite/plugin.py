@@ -9,44 +9,15 @@ perfsuite's metrics in ``extra_info``.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
+from perfsuite.options import add_gate_options, csv, positive_float, positive_int
+
 SESSION = pytest.StashKey["object"]()
 GATE = pytest.StashKey["object"]()
 OUTCOME = pytest.StashKey["object"]()
-
-
-def _csv(valid_hint: str):
-    def parse(text: str) -> list[str]:
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        if not items:
-            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {valid_hint}")
-        return items
-
-    return parse
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return value
 
 
 def pytest_addoption(parser):
@@ -64,38 +35,38 @@ def pytest_addoption(parser):
     )
     g.addoption(
         "--perf-models",
-        type=_csv("model names"),
+        type=csv("model names"),
         default=None,
         help="models, comma-separated (default: the profile's)",
     )
     g.addoption(
         "--perf-frameworks",
-        type=_csv("frameworks"),
+        type=csv("frameworks"),
         default=None,
         help="onnxruntime,openvino (default: the profile's)",
     )
     g.addoption(
         "--perf-precisions",
-        type=_csv("precisions"),
+        type=csv("precisions"),
         default=None,
         help="fp32,int8_dynamic,int8_static,int8_static_rr,int8_nncf,bf16 (default: the profile's)",
     )
     g.addoption(
         "--perf-threads",
-        type=_csv("thread counts"),
+        type=csv("thread counts"),
         default=None,
         help="numbers, 'auto' (the article's formula), 'all' (1..cores), 'cores' "
         "(default: the profile's)",
     )
     g.addoption(
         "--perf-numa-nodes",
-        type=_csv("nodes"),
+        type=csv("nodes"),
         default=None,
         help="node numbers, 'all', or 'none' for no binding (default: the profile's)",
     )
     g.addoption(
         "--perf-batch",
-        type=_csv("batch sizes"),
+        type=csv("batch sizes"),
         default=None,
         help="batch sizes (default: the profile's)",
     )
@@ -107,20 +78,20 @@ def pytest_addoption(parser):
     )
     g.addoption(
         "--perf-min-time",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         help="seconds of measurement per point (default: the profile's)",
     )
     g.addoption(
         "--perf-sessions",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="fresh framework sessions per point, measured in turn and pooled; their medians "
         "show run-to-run spread to the gate (default: the profile's)",
     )
     g.addoption(
         "--perf-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         help="seconds before a worker point is killed (default: the profile's)",
     )
@@ -155,20 +126,7 @@ def pytest_addoption(parser):
         help="with --perf-save-baseline: add this run to existing entries' run history, "
         "from which the gate learns between-run noise (default: off)",
     )
-    g.addoption(
-        "--perf-fail-on",
-        choices=("regression", "unstable", "never"),
-        default=None,
-        help="exit non-zero on confirmed regressions, also on unstable/incomparable, or never "
-        "(default: regression under --benchmark-only; never for plain pytest, so CI does "
-        "not fail on performance noise)",
-    )
-    g.addoption(
-        "--perf-threshold",
-        type=_positive_float,
-        default=None,
-        help="practical threshold, relative (default: 0.05, or [tool.perfsuite.gate])",
-    )
+    add_gate_options(g.addoption, "--perf-", fail_on_default=None)
     g.addoption(
         "--perf-counters",
         action="store_true",
@@ -221,30 +179,17 @@ def pytest_configure(config):
 
 
 def _gate_config(config):
-    """[tool.perfsuite.gate] in pyproject.toml (alpha, threshold, cv_limit, thresholds = {glob =
-    value}), then --perf-threshold."""
-    import tomllib
+    from perfsuite.gate_config import GateConfigError, load_gate_config
 
-    from perfsuite.compare import GateConfig
-
-    values = {}
     pyproject = config.rootpath / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            values = tomllib.loads(pyproject.read_text()).get("tool", {}).get("perfsuite", {})
-            values = dict(values.get("gate", {}))
-        except tomllib.TOMLDecodeError as exc:
-            raise pytest.UsageError(f"perfsuite: {pyproject}: {exc}") from None
-    known = set(GateConfig.__dataclass_fields__)
-    unknown = set(values) - known
-    if unknown:
-        raise pytest.UsageError(
-            f"perfsuite: unknown [tool.perfsuite.gate] key(s) "
-            f"{sorted(unknown)}; valid: {', '.join(sorted(known))}"
+    try:
+        return load_gate_config(
+            pyproject if pyproject.is_file() else None,
+            config.getoption("perf_threshold"),
+            config.getoption("perf_alpha"),
         )
-    if config.getoption("perf_threshold") is not None:
-        values["threshold"] = config.getoption("perf_threshold")
-    return GateConfig(**values)
+    except GateConfigError as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None
 
 
 class _LazySession:
@@ -258,12 +203,16 @@ class _LazySession:
 
     def get(self):
         if self._session is None:
+            from perfsuite.backends import software_versions
             from perfsuite.fingerprint import fingerprint
             from perfsuite.session import PerfSession
             from perfsuite.topology import read_topology
 
             self._session = session = PerfSession(
-                self.profile, self.out_dir, read_topology("/"), fingerprint("/")
+                self.profile,
+                self.out_dir,
+                read_topology("/"),
+                fingerprint("/", frameworks=software_versions()),
             )
             session.counters = self.counters
         return self._session

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -26,11 +27,6 @@ from perfsuite import cache
 from perfsuite.models import ModelInfo
 
 QUANTIZER_VERSION = "1"
-PRECISIONS = ("fp32", "int8_dynamic", "int8_static", "int8_static_rr", "int8_nncf", "bf16")
-SUPPORTED = {
-    "onnxruntime": ("fp32", "int8_dynamic", "int8_static", "int8_static_rr"),
-    "openvino": ("fp32", "int8_static", "int8_static_rr", "int8_nncf", "bf16"),
-}
 
 
 class Unsupported(RuntimeError):
@@ -142,29 +138,61 @@ def _host_has_bf16() -> bool:
     return bool(f.get("avx512_bf16"))
 
 
+def _bf16_missing() -> str | None:
+    if _host_has_bf16():
+        return None
+    return "bf16 needs avx512_bf16 or AMX; this CPU has neither"
+
+
+@dataclass(frozen=True)
+class Quantizer:
+    """How one precision's model file is made. ``build(model, target) -> metadata`` writes the
+    file (None: the fp32 model as built); ``missing()`` says why this host cannot run it."""
+
+    build: Callable[[ModelInfo, Path], dict] | None = None
+    suffix: str = ".onnx"
+    companions: tuple[str, ...] = ()
+    framework_options: dict = field(default_factory=dict)
+    missing: Callable[[], str | None] = lambda: None
+
+
+QUANTIZERS: dict[str, Quantizer] = {
+    "fp32": Quantizer(),
+    "int8_dynamic": Quantizer(_ort_dynamic),
+    "int8_static": Quantizer(lambda m, p: _ort_static(m, p, False)),
+    "int8_static_rr": Quantizer(lambda m, p: _ort_static(m, p, True)),
+    "int8_nncf": Quantizer(_nncf, ".xml", (".bin",)),
+    "bf16": Quantizer(framework_options={"precision_hint": "bf16"}, missing=_bf16_missing),
+}
+PRECISIONS = tuple(QUANTIZERS)
+
+
+def register_precision(name: str, quantizer: Quantizer) -> None:
+    """A new precision, e.g. from a framework module that brings its own quantizer."""
+    global PRECISIONS
+    QUANTIZERS[name] = quantizer
+    PRECISIONS = tuple(QUANTIZERS)
+
+
 def prepare(model: ModelInfo, precision: str, framework: str) -> Prepared:
     """The model file for (precision, framework), building and caching it when needed."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
-    if framework not in SUPPORTED:
-        raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(SUPPORTED)}")
-    if precision not in SUPPORTED[framework]:
-        raise Unsupported(
-            f"{precision} is not a {framework} path (it has: {', '.join(SUPPORTED[framework])})"
-        )
-    if precision == "fp32":
-        return Prepared(model.path, precision, {})
-    if precision == "bf16":
-        if not _host_has_bf16():
-            raise Unsupported("bf16 needs avx512_bf16 or AMX; this CPU has neither")
-        return Prepared(model.path, precision, {"precision_hint": "bf16"})
+    from perfsuite.backends import get_backend
+
+    if precision not in QUANTIZERS:
+        raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(QUANTIZERS)}")
+    reason = get_backend(framework).why_not(precision) or QUANTIZERS[precision].missing()
+    if reason:
+        raise Unsupported(reason)
+    q = QUANTIZERS[precision]
+    if q.build is None:
+        return Prepared(model.path, precision, dict(q.framework_options))
     key = {"model": model.path.name}
-    if precision == "int8_dynamic":
-        build, suffix, comp = (lambda p: _ort_dynamic(model, p)), ".onnx", ()
-    elif precision in ("int8_static", "int8_static_rr"):
-        rr = precision == "int8_static_rr"
-        build, suffix, comp = (lambda p: _ort_static(model, p, rr)), ".onnx", ()
-    else:
-        build, suffix, comp = (lambda p: _nncf(model, p)), ".xml", (".bin",)
-    path = cache.cached(f"{precision}-{model.name}", key, QUANTIZER_VERSION, build, suffix, comp)
-    return Prepared(path, precision, {})
+    path = cache.cached(
+        f"{precision}-{model.name}",
+        key,
+        QUANTIZER_VERSION,
+        lambda p: q.build(model, p),
+        q.suffix,
+        q.companions,
+    )
+    return Prepared(path, precision, dict(q.framework_options))

@@ -43,13 +43,13 @@ class PerfSession:
             from perfsuite.backends import BACKENDS
             from perfsuite.kernels import cpu_features
 
-            installed = {n: b.version() is not None for n, b in BACKENDS.items()}
+            unavailable = {n: b.unavailable() for n, b in BACKENDS.items()}
             self._points = expand(
                 self.profile,
                 self.topo,
                 model_mb=self._model_mb,
                 bf16=bool(cpu_features().get("avx512_bf16")),
-                installed=installed,
+                unavailable=unavailable,
             )
         return self._points
 

@@ -253,6 +253,35 @@ def test_offline_compare_cli(tmp_path):
     assert load_results(b).samples.keys() == load_results(c).samples.keys()
 
 
+@pytest.mark.parametrize(
+    "args, toml, message",
+    [
+        (["--alpha", "2"], None, "'2' must be between 0 and 1"),
+        (["--alpha", "nan"], None, "'nan' is not a finite number"),
+        (["--threshold", "nan"], None, "'nan' is not a finite number"),
+        (["--threshold=-inf"], None, "'-inf' is not a finite number"),
+        ([], "alpha = 2", "gate alpha = 2: must be a number between 0 and 1"),
+        ([], "threshold = nan", "gate threshold = nan: must be a finite number > 0"),
+        ([], 'thresholds = {"p*" = inf}', "thresholds['p*'] = inf: must be a finite number"),
+        ([], "thresold = 0.1", "unknown [tool.perfsuite.gate] key(s) ['thresold']"),
+        ([], "alpha = ", "invalid TOML"),
+    ],
+)
+def test_gate_parameters_cannot_switch_the_gate_off(tmp_path, args, toml, message):
+    """NaN compares false with everything: a NaN alpha or threshold would pass every point.
+    Every way in (options, pyproject.toml) is refused with one line and exit code 2."""
+    fp = _fp()
+    b, *_ = store.save(tmp_path / "b", fp, "default", [_record("p0", stream(0.01))])
+    cmd = [sys.executable, "-m", "perfsuite.cli", "compare", str(b), str(b), *args]
+    if toml is not None:
+        (tmp_path / "pyproject.toml").write_text(f"[tool.perfsuite.gate]\n{toml}\n")
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr
+    with pytest.raises(ValueError, match="must be"):
+        GateConfig(alpha=float("nan"))
+
+
 def test_between_run_noise_from_baseline_runs_prevents_false_alarms():
     """A point whose whole runs wander by ~4% (seen on this shared VM) must not be flagged
     for a 7% shift once the baseline holds several runs; a 25% shift still is."""

@@ -18,6 +18,9 @@ pytest.importorskip("onnxruntime")
 import onnx  # noqa: E402,F401
 import onnxruntime.quantization  # noqa: E402,F401
 
+if __import__("importlib.util").util.find_spec("openvino") is not None:
+    import openvino  # noqa: E402,F401 - imported inside pytester runs by the openvino points
+
 from perfsuite.models import graph  # noqa: E402,F401
 
 SWEEP = """
@@ -56,6 +59,10 @@ def test_plan_lists_readable_ids(sweep):
         (["--perf-mode", "fast"], "invalid choice: 'fast'"),
         (["--perf-sessions", "0"], "'0' must be >= 1"),
         (["--perf-sessions", "two"], "'two' is not a whole number"),
+        (["--perf-timeout", "nan"], "'nan' is not a finite number"),
+        (["--perf-min-time", "inf"], "'inf' is not a finite number"),
+        (["--perf-threshold", "nan"], "'nan' is not a finite number"),
+        (["--perf-alpha", "2"], "'2' must be between 0 and 1"),
     ],
 )
 def test_bad_options_are_usage_errors(sweep, args, message):
@@ -218,7 +225,7 @@ def test_plan_on_two_socket_nps4(host_tree):
     profile = select_profile(
         load_profiles(), "smoke", {"numa_nodes": ["all", "9"], "threads": ["cores"]}
     )
-    points = expand(profile, topo, installed={"onnxruntime": True})
+    points = expand(profile, topo, unavailable={})
     runnable = [p for p in points if not p.skip]
     assert sorted({p.numa_node for p in runnable}) == list(range(8))
     assert {p.threads for p in runnable} == {16}  # 16 cores per NPS4 node (SMT siblings not)
@@ -232,7 +239,11 @@ def test_plan_on_one_node_and_skips(host_tree):
         "default",
         {"numa_nodes": ["0", "3"], "precisions": ["fp32", "bf16", "int8_dynamic"]},
     )
-    points = expand(profile, topo, installed={"onnxruntime": True, "openvino": False})
+    points = expand(
+        profile,
+        topo,
+        unavailable={"openvino": "openvino is not installed (pip install perfsuite[frameworks])"},
+    )
     reasons = {p.id: p.skip for p in points}
     assert reasons["resnet50-onnxruntime-fp32-t2-node0-b1"] is None
     assert "node 3 does not exist" in reasons["resnet50-onnxruntime-fp32-t1-node3-b1"]
@@ -245,9 +256,8 @@ def test_default_profile_has_bf16_rows_where_the_isa_has_it(host_tree):
     """bf16 runs on OpenVINO where the CPU has avx512_bf16 (the 9654 fixture, Zen 4) and is a
     skip naming the missing ISA elsewhere (the Zen 3 VM fixture)."""
     profile = select_profile(load_profiles(), "default", {})
-    installed = {"onnxruntime": True, "openvino": True}
     for tree, bf16 in (("epyc9654-1s-nps1", True), ("kvm-zen3-2vcpu", False)):
-        points = expand(profile, read_topology(host_tree(tree)), installed=installed, bf16=bf16)
+        points = expand(profile, read_topology(host_tree(tree)), unavailable={}, bf16=bf16)
         ov_bf16 = [p for p in points if p.framework == "openvino" and p.precision == "bf16"]
         assert ov_bf16
         if bf16:
@@ -261,7 +271,7 @@ def test_all_threads_and_auto_formula(host_tree):
     profile = select_profile(
         load_profiles(), "smoke", {"threads": ["all", "auto"], "numa_nodes": ["none"]}
     )
-    points = expand(profile, topo, model_mb=lambda m: 97.4, installed={"onnxruntime": True})
+    points = expand(profile, topo, model_mb=lambda m: 97.4, unavailable={})
     counts = sorted({p.threads for p in points})
     assert counts == list(range(1, 97))  # auto = min(96*2, 97.4 // 16) = 6, inside 1..96
     assert article_threads(96, 97.4, 32) == 6
@@ -277,6 +287,10 @@ def test_profile_errors():
     raw = dict(load_profiles()["smoke"], sessions=0)
     with pytest.raises(PlanError, match="sessions must be positive"):
         make_profile("smoke", raw)
+    for key in ("min_time", "timeout", "warmup_time"):
+        for bad in (float("nan"), float("inf")):
+            with pytest.raises(PlanError, match=f"{key} = .* must be a finite number"):
+                make_profile("smoke", dict(load_profiles()["smoke"], **{key: bad}))
     assert sys.version_info >= (3, 11)
 
 
@@ -338,3 +352,103 @@ def test_injected_slowdown_fails_the_gate_end_to_end(sweep, tmp_path, monkeypatc
     monkeypatch.delenv("PERFSUITE_FAULT")
     r = sweep.runpytest(*args, "--perf-fail-on", "regression")  # A/A: same code again
     assert r.ret == 0 and "GATE FAILED" not in r.stdout.str()
+
+
+TOY_BACKEND = """
+import numpy as np
+
+from perfsuite.backends.base import Backend, Session
+
+
+class ToySession(Session):
+    framework = "toyfw"
+
+    def __init__(self, config):
+        self.settings = {"threads": config.threads, "toy": True}
+
+    def infer(self, inputs):
+        x = next(iter(inputs.values()))
+        return [np.tanh(x).sum(axis=tuple(range(1, x.ndim)))]
+
+
+class ToyBackend(Backend):
+    name = "toyfw"
+    distribution = "numpy"  # installed wherever perfsuite is
+    precisions = ("fp32",)
+    no_path = {"int8_static": "toyfw runs fp32 only"}
+
+    def prepare(self, model, config):
+        self.require()
+        return ToySession(config)
+"""
+
+
+@pytest.fixture
+def registry():
+    from perfsuite.backends import BACKENDS
+
+    before = dict(BACKENDS)
+    yield BACKENDS
+    BACKENDS.clear()
+    BACKENDS.update(before)
+
+
+def test_a_framework_is_one_module(sweep, registry, tmp_path):
+    """A backend defined in a conftest (no edit anywhere else) is planned with its precisions,
+    skipped with its own reason where it has no path, and measured."""
+    sweep.makeconftest(TOY_BACKEND)
+    args = ["--perf-frameworks", "toyfw", "--perf-numa-nodes", "none", "--perf-threads", "1"]
+    r = sweep.runpytest(*args, "--perf-precisions", "fp32,int8_static", "--perf-plan")
+    out = r.stdout.str()
+    assert r.ret == 0, out
+    assert "small_cnn-toyfw-fp32-t1-unbound-b1" in out
+    assert "toyfw runs fp32 only" in out
+    out_dir = tmp_path / "runs"
+    r = sweep.runpytest(*FAST, *args, "--perf-precisions", "fp32", "--perf-out", str(out_dir))
+    assert r.ret == 0, r.stdout.str()
+    (record_file,) = out_dir.glob("*/points/small_cnn-toyfw-fp32-t1-unbound-b1.json")
+    record = json.loads(record_file.read_text())
+    assert record["status"] == "ok" and record["settings"] == {"threads": 1, "toy": True}
+    assert record["stats"]["n"] > 0
+
+
+def test_plugin_gate_and_offline_compare_give_the_same_verdicts(sweep, tmp_path, monkeypatch):
+    """One baseline/current pair, a per-id threshold in pyproject.toml: the in-run gate and
+    `perfsuite compare` (reading the same pyproject.toml) agree point by point. The x5
+    slowdown is far past the default 5% threshold and far below the per-id 900%, so a face
+    that ignored the per-id threshold would say 'regressed' where the other says 'unchanged'."""
+    sweep.makefile(
+        ".toml",
+        pyproject='[tool.perfsuite.gate]\ncv_limit = 2.0\nthresholds = {"small_cnn-*" = 9.0}\n',
+    )
+    out_dir = tmp_path / "runs"
+    args = [*FAST, "--perf-min-time", "0.3", "--perf-numa-nodes", "none"]
+    args += ["--perf-precisions", "fp32", "--perf-baseline", str(sweep.path / "b")]
+    r = sweep.runpytest(*args, "--perf-save-baseline", "--perf-out", str(tmp_path / "first"))
+    assert r.ret == 0 and "baseline saved" in r.stdout.str()
+    monkeypatch.setenv("PERFSUITE_FAULT", "slow:4.0")
+    r = sweep.runpytest(*args, "--perf-out", str(out_dir), "--perf-fail-on", "regression")
+    assert r.ret == 0, r.stdout.str()
+    monkeypatch.delenv("PERFSUITE_FAULT")
+    (run_dir,) = out_dir.iterdir()
+    in_run = json.loads((run_dir / "gate.json").read_text())
+    (baseline,) = (sweep.path / "b").glob("*/*.json")
+    offline_dir = tmp_path / "offline"
+    cli = [sys.executable, "-m", "perfsuite.cli", "compare", str(baseline), str(run_dir)]
+    p = subprocess.run(
+        [*cli, "--report", str(offline_dir)], cwd=sweep.path, capture_output=True, text=True
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    offline = json.loads((offline_dir / "gate.json").read_text())
+    verdicts = {v["id"]: v["verdict"] for v in in_run["verdicts"]}
+    assert verdicts and set(verdicts.values()) == {"unchanged"}
+    assert {v["id"]: v["verdict"] for v in offline["verdicts"]} == verdicts
+    assert all(v["change"] > 1.0 for v in offline["verdicts"])  # the slowdown was seen
+    # Without that pyproject.toml the CLI's default 5% applies and the verdict differs.
+    p = subprocess.run([*cli, "--config", str(tmp_path / "none.toml")], capture_output=True)
+    assert p.returncode == 2 and b"cannot read gate configuration" in p.stderr
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    subprocess.run([*cli, "--config", str(empty), "--report", str(tmp_path / "default")])
+    default = json.loads((tmp_path / "default" / "gate.json").read_text())
+    assert "unchanged" not in {v["verdict"] for v in default["verdicts"]}

@@ -12,7 +12,7 @@ pytest.importorskip("onnxruntime")
 HAVE_OV = BACKENDS["openvino"].version() is not None
 HAVE_NNCF = HAVE_OV and pytest.importorskip("importlib").util.find_spec("nncf") is not None
 
-CASES = [("onnxruntime", p) for p in quantize.SUPPORTED["onnxruntime"] if p != "fp32"]
+CASES = [("onnxruntime", p) for p in BACKENDS["onnxruntime"].precisions if p != "fp32"]
 CASES += [
     pytest.param(
         "openvino",
@@ -22,7 +22,7 @@ CASES += [
             reason="openvino/nncf not installed",
         ),
     )
-    for p in quantize.SUPPORTED["openvino"]
+    for p in BACKENDS["openvino"].precisions
     if p not in ("fp32", "bf16")
 ]
 
@@ -116,9 +116,9 @@ def test_centred_sqnr_sees_what_cosine_misses():
 
 
 def test_unsupported_combinations_say_why(cnn):
-    with pytest.raises(Unsupported, match="int8_dynamic is not a openvino path"):
+    with pytest.raises(Unsupported, match="int8_dynamic .*has no openvino path"):
         quantize.prepare(cnn, "int8_dynamic", "openvino")
-    with pytest.raises(Unsupported, match="int8_nncf is not a onnxruntime path"):
+    with pytest.raises(Unsupported, match="int8_nncf is an OpenVINO IR"):
         quantize.prepare(cnn, "int8_nncf", "onnxruntime")
     with pytest.raises(ValueError, match="unknown precision 'int4'"):
         quantize.prepare(cnn, "int4", "onnxruntime")

@@ -1,6 +1,8 @@
 """Inference frameworks behind one interface (see ``base``)."""
 
+from perfsuite.backends import onnxruntime_backend, openvino_backend  # noqa: F401 (register)
 from perfsuite.backends.base import (
+    REGISTRY,
     Backend,
     BackendError,
     BackendUnavailable,
@@ -8,16 +10,23 @@ from perfsuite.backends.base import (
     Session,
     ThroughputRun,
 )
-from perfsuite.backends.onnxruntime_backend import OnnxRuntimeBackend
-from perfsuite.backends.openvino_backend import OpenVinoBackend
 
-BACKENDS: dict[str, Backend] = {"onnxruntime": OnnxRuntimeBackend(), "openvino": OpenVinoBackend()}
+# Every Backend subclass registers itself by name on definition (see ``base``).
+BACKENDS: dict[str, Backend] = REGISTRY
 
 
 def get_backend(name: str) -> Backend:
     if name not in BACKENDS:
         raise ValueError(f"unknown framework {name!r}; choose one of {', '.join(BACKENDS)}")
     return BACKENDS[name]
+
+
+def software_versions() -> dict[str, str | None]:
+    """software.<distribution> fields of every registered framework, for the fingerprint."""
+    out: dict[str, str | None] = {}
+    for backend in BACKENDS.values():
+        out.update(backend.software())
+    return out
 
 
 __all__ = [
@@ -29,4 +38,5 @@ __all__ = [
     "Session",
     "ThroughputRun",
     "get_backend",
+    "software_versions",
 ]

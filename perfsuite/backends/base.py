@@ -1,11 +1,18 @@
 """One small interface for inference frameworks: prepare once (not timed), then a callable the
 measurement layer times. A framework that is missing or cannot load a model raises
-``BackendUnavailable`` / ``BackendError`` with the reason; callers turn that into a skip or an
-error for that point, never a crashed run."""
+``BackendUnavailable`` / ``BackendError`` with the reason; the planner turns the first into a
+skip, the runner the second into an error for that point, never a crashed run.
+
+**Adding a framework = one module**: subclass ``Backend`` with a ``name``, the ``precisions``
+it runs, ``no_path`` reasons for precisions it cannot run, and the ``distributions`` whose
+versions belong in the fingerprint. Defining the class registers it (asv's registry of
+environment classes by name); import the module before planning, from
+``perfsuite.backends`` for built-ins or from a plugin or conftest for others."""
 
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -85,13 +92,25 @@ class Session(ABC):
         self.close()
 
 
+REGISTRY: dict[str, Backend] = {}
+
+
 class Backend(ABC):
-    name: str = ""  # also the distribution name on PyPI
+    name: str = ""  # the framework's name in point ids, profiles and options
+    distribution: str = ""  # PyPI distribution that must be installed (default: name)
+    precisions: tuple[str, ...] = ("fp32",)  # see perfsuite.quantize.PRECISIONS
+    no_path: dict[str, str] = {}  # precision -> why this framework cannot run it
+    distributions: tuple[str, ...] = ()  # versions recorded as software.<dist> (default: dist.)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.name and not inspect.isabstract(cls):
+            REGISTRY[cls.name] = cls()
 
     def version(self) -> str | None:
         """Installed version, or None when the framework is not installed."""
         try:
-            return importlib.metadata.version(self.name)
+            return importlib.metadata.version(self.distribution or self.name)
         except importlib.metadata.PackageNotFoundError:
             return None
 
@@ -100,6 +119,30 @@ class Backend(ABC):
             raise BackendUnavailable(
                 f"{self.name} is not installed (pip install perfsuite[frameworks])"
             )
+
+    def unavailable(self) -> str | None:
+        """Why this framework cannot run here, or None."""
+        try:
+            self.require()
+        except BackendUnavailable as exc:
+            return str(exc)
+        return None
+
+    def why_not(self, precision: str) -> str | None:
+        """Why this framework has no path for ``precision``, or None when it has one."""
+        if precision in self.precisions:
+            return None
+        return self.no_path.get(precision, f"{precision} has no {self.name} path")
+
+    def software(self) -> dict[str, str | None]:
+        """Fingerprint fields: software.<distribution> -> version (None: not installed)."""
+        out = {}
+        for dist in self.distributions or (self.distribution or self.name,):
+            try:
+                out[f"software.{dist}"] = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                out[f"software.{dist}"] = None
+        return out
 
     @abstractmethod
     def prepare(self, model: Path, config: RunConfig) -> Session:

@@ -90,6 +90,12 @@ class OrtSession(Session):
 
 class OnnxRuntimeBackend(Backend):
     name = "onnxruntime"
+    precisions = ("fp32", "int8_dynamic", "int8_static", "int8_static_rr")
+    no_path = {
+        "bf16": "onnxruntime has no bf16 CPU path (its CPU provider runs bf16 graphs in fp32)",
+        "int8_nncf": "int8_nncf is an OpenVINO IR (NNCF); onnxruntime cannot read it",
+    }
+    distributions = ("onnxruntime", "onnx")
 
     def prepare(self, model: Path, config: RunConfig) -> Session:
         self.require()

@@ -136,6 +136,11 @@ class OvSession(Session):
 
 class OpenVinoBackend(Backend):
     name = "openvino"
+    precisions = ("fp32", "int8_static", "int8_static_rr", "int8_nncf", "bf16")
+    no_path = {
+        "int8_dynamic": "int8_dynamic (ConvInteger/MatMulInteger) has no openvino path",
+    }
+    distributions = ("openvino", "nncf")
 
     def prepare(self, model: Path, config: RunConfig) -> Session:
         self.require()
