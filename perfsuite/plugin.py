@@ -329,6 +329,7 @@ def pytest_terminal_summary(terminalreporter, config):
         session.formula_threads,
         hardware_class=fp["hardware_class"],
         vnni=vnni,
+        cores=fp["fields"].get("cpu.physical_cores"),
     )
     tr.write_line(f"results: {session.run_dir}/points/*.json, summary.json beside them")
     outcome = config.stash.get(OUTCOME, None)

@@ -65,3 +65,7 @@ def test_claim_verdicts():
     assert "partly" in line
     # dynamic quantization is a known slow path: it does not decide the claim
     assert int8_claim({**base, key("int8_dynamic"): 3.0}, "h", None) == []
+    # oversubscribed (threads > cores): FP32 collapses, the ratio is not about INT8
+    over = {**base, key("int8_static"): 30.0, key("fp32", 4): 3.0, key("int8_static", 4): 30.0}
+    (line,) = int8_claim(over, "h", True, cores=2)
+    assert "refuted" in line and "3.00-3.00x" in line and "1 oversubscribed point(s)" in line
