@@ -1,25 +1,42 @@
-"""End of a sweep: write the summary, save the baseline when asked, and gate against the
-stored baseline. Regressed points are measured again before they can fail the run, each
-followed by a re-measure of an unchanged control point: a regression that does not repeat is
-'not confirmed'; one whose control moved too is 'unstable' (the machine, not the code)."""
+"""End of a sweep: write the summary and the run report, save the baseline when asked, and
+gate against the stored baseline. Regressed points are measured again before they can fail
+the run, each followed by a re-measure of an unchanged control point: a regression that does
+not repeat is 'not confirmed'; one whose control moved too is 'unstable' (the machine, not the
+code)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from perfsuite import baseline as store
-from perfsuite.compare import Comparison, compare_samples
+from perfsuite import run_report
+from perfsuite.compare import Comparison, GateConfig, compare_samples
 from perfsuite.gate import evaluate, from_baseline, from_records
 from perfsuite.gate_report import terminal, write_all
 
 
+@dataclass(frozen=True)
+class FinishOptions:
+    """What the face (the plugin) decided: the gate's configuration and the baseline actions."""
+
+    gate: GateConfig
+    baseline_root: Path
+    fail_on: str  # regression | unstable | never
+    save_baseline: bool = False
+    update_baseline: bool = False
+    add_run: bool = False
+
+
 @dataclass
 class Outcome:
-    lines: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)  # the gate's section
     fail: bool = False
     comparison: Comparison | None = None
+    report_lines: list[str] = field(default_factory=list)  # the sweep's section
+    report: Path | None = None  # report.html
 
 
 def _confirm(session, comparison: Comparison, base, cfg) -> None:
@@ -68,18 +85,38 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
                 v.add_reason(f"re-measured {re.change:+.1%}", first=True)
 
 
-def finish(session, config) -> Outcome:
+def finish(session, opts: FinishOptions) -> Outcome:
     out = Outcome()
     session.write_summary()
-    root = config.getoption("perf_baseline")
-    fail_on = config.getoption("perf_fail_on") or (
-        "regression" if config.getoption("benchmark_only", False) else "never"
+    try:
+        _gate(session, opts, out)
+    except Exception as exc:  # a broken gate must say so, not take the sweep's report down
+        out.lines.append(f"gate error: {exc.__class__.__name__}: {exc}")
+        out.fail = True
+    slow = run_report.slow_int8(session.records, session.fingerprint)
+    out.report_lines = run_report.report_lines(
+        session.records, session.fingerprint, session.formula_threads, slow
     )
-    from perfsuite.plugin import GATE
+    if out.comparison is not None:
+        counts = {k: n for k, n in out.comparison.counts().items() if n}
+        note = "verdicts: " + ", ".join(f"{n} {k}" for k, n in counts.items())
+        if out.fail:
+            note += " (GATE FAILED)"
+        page = "gate.html"
+    else:
+        note, page = (out.lines[0] if out.lines else "not run"), None
+    out.report = run_report.write(
+        session.run_dir, session.records, session.fingerprint, out.report_lines, slow, note, page
+    )
+    if opts.save_baseline:
+        _save(session, opts, out)
+    return out
 
-    cfg = config.stash[GATE]
+
+def _gate(session, opts: FinishOptions, out: Outcome) -> None:
+    cfg, fail_on = opts.gate, opts.fail_on
     fp = session.fingerprint
-    path = store.path_for(root, fp["hardware_class"], session.profile.name)
+    path = store.path_for(opts.baseline_root, fp["hardware_class"], session.profile.name)
     base_data = None
     if path.exists():
         try:
@@ -87,7 +124,7 @@ def finish(session, config) -> Outcome:
         except store.BaselineError as exc:
             out.lines.append(f"baseline unusable: {exc}")
             out.fail = fail_on != "never"
-            return out
+            return
     if base_data is not None:
         base = from_baseline(base_data, str(path))
         cur = from_records(session.records, fp)
@@ -112,25 +149,20 @@ def finish(session, config) -> Outcome:
             f"`pytest --benchmark-only --perf-profile {session.profile.name} "
             f"--perf-save-baseline` and commit it."
         )
-    if config.getoption("perf_save_baseline"):
-        try:
-            saved, added, updated = store.save(
-                root,
-                fp,
-                session.profile.name,
-                session.records,
-                update=config.getoption("perf_update_baseline"),
-                add_run=config.getoption("perf_add_baseline_run"),
-            )
-            out.lines.append(
-                f"baseline saved: {saved} ({len(added)} added, {len(updated)} "
-                + (
-                    "given another run)"
-                    if config.getoption("perf_add_baseline_run")
-                    else "replaced)"
-                )
-            )
-        except store.BaselineError as exc:
-            out.lines.append(f"baseline NOT saved: {exc}")
-            out.fail = True
-    return out
+
+
+def _save(session, opts: FinishOptions, out: Outcome) -> None:
+    try:
+        saved, added, updated = store.save(
+            opts.baseline_root,
+            session.fingerprint,
+            session.profile.name,
+            session.records,
+            update=opts.update_baseline,
+            add_run=opts.add_run,
+        )
+        kept = "given another run)" if opts.add_run else "replaced)"
+        out.lines.append(f"baseline saved: {saved} ({len(added)} added, {len(updated)} " + kept)
+    except store.BaselineError as exc:
+        out.lines.append(f"baseline NOT saved: {exc}")
+        out.fail = True

@@ -295,10 +295,19 @@ def pytest_sessionfinish(session, exitstatus):
     lazy = session.config.stash.get(SESSION, None)
     if lazy is None or not lazy.started or not lazy.get().records:
         return
-    from perfsuite.gate_session import finish
+    from perfsuite.gate_session import FinishOptions, finish
 
+    o = session.config.getoption
+    opts = FinishOptions(
+        gate=session.config.stash[GATE],
+        baseline_root=o("perf_baseline"),
+        fail_on=o("perf_fail_on") or ("regression" if o("benchmark_only", False) else "never"),
+        save_baseline=o("perf_save_baseline"),
+        update_baseline=o("perf_update_baseline"),
+        add_run=o("perf_add_baseline_run"),
+    )
     try:
-        outcome = finish(lazy.get(), session.config)
+        outcome = finish(lazy.get(), opts)
     except Exception as exc:  # a broken gate must say so, not take the report down
         from perfsuite.gate_session import Outcome
 
@@ -312,27 +321,18 @@ def pytest_terminal_summary(terminalreporter, config):
     lazy = config.stash.get(SESSION, None)
     if lazy is None or not lazy.started or not lazy.get().records:
         return
-    from perfsuite.report import sweep_table
-
     session = lazy.get()
     tr = terminalreporter
     tr.section(
         f"perfsuite sweep: profile {session.profile.name} on "
         f"{session.fingerprint['hardware_class']}"
     )
-    fp = session.fingerprint
-    flags = (fp["fields"].get("isa.avx512_vnni"), fp["fields"].get("isa.avx_vnni"))
-    vnni = None if flags == (None, None) else any(flags)
-    sweep_table(
-        tr.write_line,
-        session.records,
-        session.formula_threads,
-        hardware_class=fp["hardware_class"],
-        vnni=vnni,
-        cores=fp["fields"].get("cpu.physical_cores"),
-    )
-    tr.write_line(f"results: {session.run_dir}/points/*.json, summary.json beside them")
     outcome = config.stash.get(OUTCOME, None)
+    for line in outcome.report_lines if outcome is not None else []:
+        tr.write_line(line)
+    tr.write_line(f"results: {session.run_dir}/points/*.json, summary.json beside them")
+    if outcome is not None and outcome.report is not None:
+        tr.write_line(f"report: {outcome.report}")
     if outcome is not None:
         tr.section("perfsuite regression gate")
         for line in outcome.lines:

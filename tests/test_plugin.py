@@ -137,6 +137,11 @@ def test_sweep_runs_records_and_reports(sweep, tmp_path):
     assert len(rec["samples_s"]) == rec["stats"]["n"] >= 20
     int8 = json.loads(next(p for p in records if "int8" in p.name).read_text())
     assert int8["accuracy"]["passed"] and int8["accuracy"]["metric"] == "centred_sqnr_db"
+    # the run report exists without a baseline, says there was none, and carries its plots
+    (page,) = out.glob("*/report.html")
+    html = page.read_text()
+    assert "no baseline for hardware class" in html and html.count("data:image/png;base64") >= 1
+    assert f"report: {page}" in text
     bench = json.loads((tmp_path / "b.json").read_text())
     infos = [b["extra_info"] for b in bench["benchmarks"]]
     assert all(i["throughput_ips"] > 0 and "latency_p99_ms" in i for i in infos)

@@ -146,6 +146,10 @@ def test_diagnosis_names_conv_integer_and_saturation(cnn):
         "saturate" in r for r in diagnose(static, {"avx512_vnni": True}, reduce_range=False)
     )
     assert any("pre-processing" in r for r in diagnose(static, no_vnni, preprocessed=False))
+    # the size rule: the smoke CNN is too small for INT8 to pay; ResNet-50 is not
+    small = diagnose(static, {"avx512_vnni": True}, flops_per_item=cnn.flops_per_item)
+    assert any("the model is small (4.4 MFLOP per item)" in r for r in small)
+    assert not diagnose(static, {"avx512_vnni": True}, flops_per_item=8.2e9)
 
 
 def test_diagnosis_knows_vnni_makes_reduce_range_unnecessary(cnn):

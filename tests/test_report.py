@@ -69,3 +69,34 @@ def test_claim_verdicts():
     over = {**base, key("int8_static"): 30.0, key("fp32", 4): 3.0, key("int8_static", 4): 30.0}
     (line,) = int8_claim(over, "h", True, cores=2)
     assert "refuted" in line and "3.00-3.00x" in line and "1 oversubscribed point(s)" in line
+
+
+def test_every_slow_int8_point_is_diagnosed_in_terminal_and_html():
+    from perfsuite.run_report import html_page, report_lines, slow_int8
+
+    recs = [
+        record("fp32", 10.0, fw="onnxruntime"),
+        record("int8_dynamic", 3.0, fw="onnxruntime"),  # slower than FP32: diagnosed
+        record("int8_static", 35.0, fw="onnxruntime"),  # faster: not
+        record("int8_static_rr", 9.0, threads=2, fw="onnxruntime"),  # no FP32 at t2: not
+    ]
+    for r in recs:
+        r["samples_s"] = [1 / r["stats"]["throughput_ips"]] * 3
+    fp = {"hardware_class": "h", "fields": {"isa.avx512_vnni": False, "cpu.physical_cores": 2}}
+    seen = []
+
+    def fake(point, flags, flops):
+        seen.append((point["precision"], flags))
+        return ["ConvInteger from dynamic quantization"]
+
+    slow = slow_int8(recs, fp, diagnose=fake)
+    assert [s.id for s in slow] == ["resnet50-onnxruntime-int8_dynamic-t1"]
+    assert seen == [("int8_dynamic", {"avx512_vnni": False})] and slow[0].ratio == 0.3
+    lines = report_lines(recs, fp, slow=slow)
+    i = lines.index("slow INT8: resnet50-onnxruntime-int8_dynamic-t1 runs at 0.30x its FP32 "
+                    "point (resnet50-onnxruntime-fp32-t1):")  # fmt: skip
+    assert lines[i + 1] == "  - ConvInteger from dynamic quantization"
+    page = html_page(recs, fp, lines, slow, "no baseline for hardware class h", None)
+    assert "id='slow-int8'" in page and "ConvInteger from dynamic quantization" in page
+    assert "Regression gate: no baseline for hardware class h" in page
+    assert "data:image/png;base64" in page

@@ -1,0 +1,172 @@
+"""The report of one sweep, written for every run whether or not there is a baseline: the
+sweep table and ratios (``perfsuite.report``), the slow-INT8 diagnosis of every INT8 point
+slower than its FP32 point, and ``report.html`` with its plots (self-contained: PNGs as data
+URIs), which links the gate's page when a baseline was compared and says so when not."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfsuite.cache import atomic_write_text
+from perfsuite.report import sweep_table
+
+
+@dataclass
+class SlowInt8:
+    id: str
+    fp32_id: str
+    ratio: float  # INT8 / FP32 throughput
+    reasons: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        head = f"slow INT8: {self.id} runs at {self.ratio:.2f}x its FP32 point ({self.fp32_id})"
+        if not self.reasons:
+            return [head + ": no known cause found in the model"]
+        return [head + ":"] + [f"  - {r}" for r in self.reasons]
+
+
+def _key(point: dict, precision: str) -> tuple:
+    p = point
+    return (p["model"], p["framework"], precision, p["threads"], p["numa_node"], p["batch"],
+            p["mode"])  # fmt: skip
+
+
+def _cpu_flags(fingerprint: dict) -> dict:
+    fields = fingerprint.get("fields", {})
+    return {k[4:]: v for k, v in fields.items() if k.startswith("isa.")}
+
+
+def _reasons(point: dict, flags: dict, flops_per_item: float | None = None) -> list[str]:
+    """The diagnosis of the variant that was measured (cached, so no rebuild here)."""
+    from perfsuite import models, quantize
+    from perfsuite.diagnose import diagnose
+
+    prec = point["precision"]
+    try:
+        variant = quantize.prepare(models.get(point["model"]), prec, point["framework"])
+        static = prec in ("int8_static", "int8_static_rr")
+        return diagnose(
+            variant.path,
+            flags,
+            reduce_range=(prec == "int8_static_rr") if static else None,
+            preprocessed=True if static else None,
+            flops_per_item=flops_per_item,
+        )
+    except Exception as exc:  # a report must not fail on a diagnosis
+        return [f"diagnosis unavailable: {exc.__class__.__name__}: {exc}"]
+
+
+def slow_int8(records: list[dict], fingerprint: dict, diagnose=_reasons) -> list[SlowInt8]:
+    """Every INT8 point measured slower than its FP32 point, with the causes found."""
+    ok = [r for r in records if r.get("status") == "ok"]
+    fp32 = {_key(r["point"], "fp32"): r for r in ok if r["point"]["precision"] == "fp32"}
+    flags = _cpu_flags(fingerprint)
+    out = []
+    for r in sorted(ok, key=lambda r: r["id"]):
+        p = r["point"]
+        base = fp32.get(_key(p, "fp32"))
+        if not p["precision"].startswith("int8") or base is None:
+            continue
+        ratio = r["stats"]["throughput_ips"] / base["stats"]["throughput_ips"]
+        if ratio < 1:
+            flops = (r.get("model") or {}).get("flops_per_item")
+            out.append(SlowInt8(r["id"], base["id"], ratio, diagnose(p, flags, flops)))
+    return out
+
+
+def report_lines(records, fingerprint, formula_threads=None, slow=()) -> list[str]:
+    """The terminal report of a sweep: table, ratios, claim, thread formula, diagnoses."""
+    lines: list[str] = []
+    f = fingerprint.get("fields", {})
+    flags = (f.get("isa.avx512_vnni"), f.get("isa.avx_vnni"))
+    sweep_table(
+        lines.append,
+        records,
+        formula_threads,
+        hardware_class=fingerprint.get("hardware_class"),
+        vnni=None if flags == (None, None) else any(flags),
+        cores=f.get("cpu.physical_cores"),
+    )
+    for s in slow:
+        lines += s.lines()
+    return lines
+
+
+def _plots(records: list[dict]) -> list[tuple[str, str]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from perfsuite.gate_report import _png
+
+    ok = [r for r in records if r.get("status") == "ok"]
+    figs = []
+    if ok:
+        fig, ax = plt.subplots(figsize=(9, max(2.5, 0.3 * len(ok))))
+        ok = sorted(ok, key=lambda r: r["id"])
+        ax.boxplot(
+            [[s * 1e3 for s in r["samples_s"]] for r in ok],
+            orientation="horizontal",
+            showfliers=False,
+        )
+        ax.set_yticks(range(1, len(ok) + 1), [r["id"] for r in ok], fontsize=6)
+        ax.set_xscale("log")
+        ax.set_xlabel("latency per call, ms (log)")
+        ax.set_title("latency distributions")
+        figs.append(("Latency", _png(fig)))
+    groups: dict = {}
+    for r in ok:
+        p = r["point"]
+        label = f"{p['model']} {p['framework']} {p['precision']}"
+        groups.setdefault(label, []).append((p["threads"], r["stats"]["throughput_ips"]))
+    if any(len(v) > 1 for v in groups.values()):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for label, pts in sorted(groups.items()):
+            if len(pts) > 1:
+                pts.sort()
+                ax.plot([t for t, _ in pts], [v for _, v in pts], marker="o", label=label)
+        ax.set_xlabel("threads")
+        ax.set_ylabel("items/s")
+        ax.legend(fontsize=6)
+        ax.set_title("throughput vs threads")
+        figs.append(("Throughput vs threads", _png(fig)))
+    return figs
+
+
+def html_page(
+    records: list[dict],
+    fingerprint: dict,
+    lines: list[str],
+    slow: list[SlowInt8],
+    gate_note: str,
+    gate_page: str | None,
+) -> str:
+    esc = html.escape
+    imgs = "".join(
+        f"<h2>{esc(t)}</h2><img src='{src}' alt='{esc(t)}'>" for t, src in _plots(records)
+    )
+    if slow:
+        items = "".join(
+            f"<li><code>{esc(s.id)}</code>: {s.ratio:.2f}x its FP32 point<ul>"
+            + "".join(f"<li>{esc(r)}</li>" for r in s.reasons or ["no known cause found"])
+            + "</ul></li>"
+            for s in slow
+        )
+        diag = f"<h2>Slow INT8 diagnosis</h2><ul id='slow-int8'>{items}</ul>"
+    else:
+        diag = "<h2>Slow INT8 diagnosis</h2><p>No INT8 point is slower than its FP32 point.</p>"
+    link = f" (<a href='{esc(gate_page)}'>gate report</a>)" if gate_page else ""
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>perfsuite run</title>
+<style>body{{font-family:sans-serif;margin:2em}}pre{{font-size:12px}}</style></head><body>
+<h1>perfsuite run on {esc(str(fingerprint.get("hardware_class")))}</h1>
+<p id="gate">Regression gate: {esc(gate_note)}{link}</p>
+<h2>Sweep</h2><pre>{esc(chr(10).join(lines))}</pre>{diag}{imgs}</body></html>"""
+
+
+def write(run_dir: Path, records, fingerprint, lines, slow, gate_note, gate_page) -> Path:
+    path = Path(run_dir) / "report.html"
+    atomic_write_text(path, html_page(records, fingerprint, lines, slow, gate_note, gate_page))
+    return path
