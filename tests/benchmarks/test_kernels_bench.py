@@ -24,8 +24,11 @@ ALL_CORES = len(os.sched_getaffinity(0))
 THREADS = sorted({1, ALL_CORES})
 
 
-def _settle():
-    time.sleep(0.02)
+# Rounds run back to back after one warm-up round (steady state, as BLAS benchmarks measure).
+# A 20 ms sleep before every round, used until 2026-12-03, read 3.5-4% lower on Zen 4 at
+# n = 1024 (10 interleaved pairs, median ratio back-to-back/sleep: gemm_f32 1.039, gemm_bf16
+# 1.035, pairs ranging 0.95-1.15): the idle vCPU came back with a colder cache and clock.
+# It slowed numpy alike (ours/numpy 1.024 back to back vs 1.032 with sleeps, 8 pairs).
 
 
 def _rounds(flops: float, rate_guess: float, budget_s: float = 2.0) -> int:
@@ -67,7 +70,6 @@ def test_gemm_numpy(benchmark, kernel_results, peaks, n, threads):
         benchmark.pedantic(
             np.matmul,
             (a, b),
-            setup=_settle,
             warmup_rounds=1,
             rounds=_rounds(2 * n**3, 60e9 * threads),
         )
@@ -94,7 +96,6 @@ def test_gemm_f32(benchmark, kernel_results, peaks, n, threads):
         benchmark.pedantic(
             kernels.gemm_f32,
             (a, b, out, threads),
-            setup=_settle,
             warmup_rounds=1,
             rounds=_rounds(2 * n**3, 50e9 * threads),
         )
@@ -123,7 +124,6 @@ def test_matmul_seed(benchmark, kernel_results, peaks, n):
     benchmark.pedantic(
         kernels.matmul_seed,
         (a, b, out),
-        setup=_settle,
         warmup_rounds=1,
         rounds=_rounds(2 * n**3, 3e9, budget_s=4.0),
     )
@@ -153,7 +153,6 @@ def test_gemm_u8s8_s32(benchmark, kernel_results, peaks, n, threads, exact):
         kernels.gemm_u8s8_s32,
         (a, b, out, threads),
         {"exact": exact},
-        setup=_settle,
         warmup_rounds=1,
         rounds=_rounds(2 * n**3, 80e9 * threads),
     )
@@ -182,7 +181,6 @@ def test_gemm_bf16(benchmark, kernel_results, peaks, n, threads):
     benchmark.pedantic(
         kernels.gemm_bf16,
         (a, b, out, threads),
-        setup=_settle,
         warmup_rounds=1,
         rounds=_rounds(2 * n**3, 150e9 * threads),
     )
