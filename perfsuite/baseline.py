@@ -1,23 +1,28 @@
 """The baseline store: ``<dir>/<hardware-class>/<profile>.json``, schema
-``perfsuite.baseline/1`` (``perfsuite/schemas/baseline.schema.json``, validated on load).
+``perfsuite.baseline/2`` (``perfsuite.records.Baseline``; older files are upgraded on load;
+every load and every save validates).
 
 Saving is explicit, atomic, and refuses to lose data: a baseline of another hardware class is
 never overwritten, and existing entries are replaced only when the caller says so
-(``--perf-update-baseline``). A short history records what changed when.
+(``--perf-update-baseline``). Two runs saving into one baseline take turns: the
+read-modify-write holds a lock file beside it (``filelock``), so neither loses the other's
+entries. A short history records what changed when.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import importlib.resources
 import json
+import time
 from pathlib import Path
 
 import numpy as np
 
+from perfsuite import records
 from perfsuite.cache import atomic_write_text, json_default
 
-SCHEMA = "perfsuite.baseline/1"
+SCHEMA = records.BASELINE
+LOCK_TIMEOUT_S = 600.0  # another run's save takes well under a second; a stuck lock is named
 MAX_SAMPLES = 400  # enough for the rank test and the bootstrap; keeps the JSON small
 HISTORY = 20
 MAX_RUNS = 10
@@ -27,36 +32,22 @@ class BaselineError(ValueError):
     """A baseline file is missing, corrupt, of another schema, or would be overwritten."""
 
 
-def schema() -> dict:
-    text = importlib.resources.files("perfsuite").joinpath("schemas/baseline.schema.json")
-    return json.loads(text.read_text())
-
-
 def path_for(root: Path, hardware_class: str, profile: str) -> Path:
     return Path(root) / hardware_class / f"{profile}.json"
 
 
 def load(path: Path) -> dict:
-    import jsonschema
-
+    """The baseline at ``path``, upgraded to the current schema and validated."""
     try:
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise BaselineError(f"no baseline at {path}") from None
     except (OSError, ValueError) as exc:
         raise BaselineError(f"baseline {path} is unreadable or corrupt: {exc}") from None
-    if isinstance(data, dict) and data.get("schema") != SCHEMA:
-        raise BaselineError(
-            f"baseline {path} has schema {data.get('schema')!r}; this perfsuite reads {SCHEMA!r}"
-        )
     try:
-        jsonschema.validate(data, schema())
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise BaselineError(
-            f"baseline {path} does not match {SCHEMA} at {where}: {exc.message}"
-        ) from None
-    return data
+        return records.dump(records.load_baseline(data, f"baseline {path}"))
+    except records.RecordError as exc:
+        raise BaselineError(str(exc)) from None
 
 
 def _thin(samples: list[float]) -> list[float]:
@@ -93,18 +84,39 @@ def save(
     root: Path,
     fingerprint: dict,
     profile: str,
-    records: list[dict],
+    records_: list[dict],
     *,
     update: bool = False,
     add_run: bool = False,
-) -> tuple[Path, list[str], list[str]]:
-    """Add ``records`` (status ok) to the baseline; returns (path, added ids, updated ids).
+) -> tuple[Path, list[str], list[str], float]:
+    """Add ``records_`` (status ok) to the baseline; returns (path, added ids, updated ids,
+    seconds waited for another run's save).
 
     update: replace existing entries (an accepted change: the run history restarts).
     add_run: for existing entries, append this run's medians to the entry's run history (the
     gate learns the between-run noise from it); the samples kept are the more typical run's."""
+    from filelock import FileLock, Timeout
+
     hw = fingerprint["hardware_class"]
     path = path_for(root, hw, profile)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path) + ".lock")
+    t0 = time.monotonic()
+    try:
+        lock.acquire(timeout=LOCK_TIMEOUT_S)
+    except Timeout:
+        raise BaselineError(
+            f"{path} is locked by another perfsuite run (lock file {lock.lock_file}) for "
+            f"more than {LOCK_TIMEOUT_S:.0f} s; nothing saved"
+        ) from None
+    try:
+        waited = time.monotonic() - t0
+        return (*_save_locked(path, hw, fingerprint, profile, records_, update, add_run), waited)
+    finally:
+        lock.release()
+
+
+def _save_locked(path, hw, fingerprint, profile, records_, update, add_run):
     now = dt.datetime.now(dt.UTC).isoformat()
     if path.exists():
         data = load(path)
@@ -122,7 +134,7 @@ def save(
             "entries": {},
             "history": [],
         }
-    ok = [r for r in records if r.get("status") == "ok"]
+    ok = [r for r in records_ if r.get("status") == "ok"]
     existing = [r["id"] for r in ok if r["id"] in data["entries"]]
     if existing and not (update or add_run):
         raise BaselineError(
@@ -150,5 +162,10 @@ def save(
         data["history"]
         + [{"time": now, "action": action, "ids": sorted(added + existing), "software": software}]
     )[-HISTORY:]
-    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True, default=json_default))
+    text = json.dumps(data, indent=1, sort_keys=True, default=json_default)
+    try:
+        records.load_baseline(json.loads(text), f"baseline {path}")
+    except records.RecordError as exc:
+        raise BaselineError(f"refusing to write an invalid baseline: {exc}") from None
+    atomic_write_text(path, text)
     return path, added, existing

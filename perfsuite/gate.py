@@ -18,6 +18,7 @@ from perfsuite.compare import (
     compare_fingerprints,
     compare_samples,
 )
+from perfsuite.records import RecordError, dump, load_result
 
 
 @dataclass
@@ -76,8 +77,16 @@ def load_results(path: Path) -> ResultSet:
     try:
         fp = json.loads(summary.read_text())["fingerprint"]
         records = [json.loads(p.read_text()) for p in points]
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise store.BaselineError(f"run directory {run_dir} is unreadable: {exc}") from None
+    try:  # every reader validates: a NaN sample must not become "unchanged +nan%"
+        records = [
+            dump(load_result(r, f"record {p}")) for r, p in zip(records, points, strict=True)
+        ]
+    except RecordError as exc:
+        raise store.BaselineError(str(exc)) from None
+    if not isinstance(fp, dict) or "fields" not in fp or "classes" not in fp:
+        raise store.BaselineError(f"{summary} has no host fingerprint (fields, classes)")
     return from_records(records, fp, str(run_dir))
 
 

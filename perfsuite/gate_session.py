@@ -153,7 +153,7 @@ def _gate(session, opts: FinishOptions, out: Outcome) -> None:
 
 def _save(session, opts: FinishOptions, out: Outcome) -> None:
     try:
-        saved, added, updated = store.save(
+        saved, added, updated, waited = store.save(
             opts.baseline_root,
             session.fingerprint,
             session.profile.name,
@@ -163,6 +163,8 @@ def _save(session, opts: FinishOptions, out: Outcome) -> None:
         )
         kept = "given another run)" if opts.add_run else "replaced)"
         out.lines.append(f"baseline saved: {saved} ({len(added)} added, {len(updated)} " + kept)
+        if waited >= 0.5:
+            out.lines.append(f"(waited {waited:.1f} s for another run's save to {saved})")
     except store.BaselineError as exc:
         out.lines.append(f"baseline NOT saved: {exc}")
         out.fail = True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.resources
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import tomllib
@@ -66,7 +66,6 @@ class Point:
     mode: str
     threads_spec: str = ""  # how the count was asked for ("1", "cores", "auto", ...)
     skip: str | None = None
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def id(self) -> str:

@@ -2,7 +2,8 @@
 per model/framework/precision), the result records (one JSON per point), and the end-of-run
 report. The pytest plugin (``perfsuite.plugin``) only wires this into hooks and fixtures.
 
-Result record, schema ``perfsuite.result/1`` (one file per point under ``<out>/points/``):
+Result record, schema ``perfsuite.result/2`` (``perfsuite.records.Result``, validated before
+it is written; one file per point under ``<out>/points/``):
 ``schema``, ``id``, ``point`` (model, framework, precision, threads, numa_node, batch, mode,
 threads_spec), ``status`` (ok | error), ``error``, ``stats`` (n, latency_p50/p90/p99/mean/
 stdev/min/max_ms, cv, iqr_ms, p99_reliable, throughput_ips; between_session_cv with several
@@ -18,10 +19,11 @@ import json
 import time
 from pathlib import Path
 
+from perfsuite import records
 from perfsuite.cache import atomic_write_text, json_default
 from perfsuite.plan import Point, Profile, article_threads, expand
 
-RESULT_SCHEMA = "perfsuite.result/1"
+RESULT_SCHEMA = records.RESULT
 
 
 class PerfSession:
@@ -130,6 +132,11 @@ class PerfSession:
                 error=str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__,
                 error_detail=str(exc),
             )
+        try:
+            records.check_result(json.loads(json.dumps(record, default=json_default)))
+        except records.RecordError as exc:  # never store (or gate on) an invalid measurement
+            record.update(status="error", error=str(exc), samples_s=[], stats=None)
+            record.pop("session_medians_s", None)
         if keep:
             self._write(record)
             self.records.append(record)

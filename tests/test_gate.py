@@ -11,6 +11,7 @@ import pytest
 from perfsuite import baseline as store
 from perfsuite.compare import GateConfig, compare_fingerprints, compare_samples, holm
 from perfsuite.gate import ResultSet, evaluate, load_results
+from perfsuite.measure import summarize
 
 RNG = np.random.default_rng(20261202)
 FAST = GateConfig(bootstrap_resamples=400)
@@ -151,50 +152,62 @@ def test_tolerance_and_software_changes_are_noted_not_blocking():
     assert software == {"software.onnxruntime": ("1.32.0", "1.33.0")}
 
 
+def P(name: str) -> str:
+    """A valid point id for a short test name."""
+    return f"{name}-fw-fp32-t1-unbound-b1"
+
+
 def _record(pid, samples, ts=1.7e9):
     a = np.asarray(samples)
+    model = pid.split("-")[0]
     return {
+        "schema": "perfsuite.result/2",
         "id": pid,
         "status": "ok",
-        "point": {"model": "m"},
-        "samples_s": a.tolist(),
-        "stats": {
-            "n": a.size,
-            "latency_p50_ms": float(np.median(a)) * 1e3,
-            "throughput_ips": 1 / float(np.median(a)),
-            "cv": 0.01,
+        "point": {
+            "id": pid,
+            "model": model,
+            "framework": "fw",
+            "precision": "fp32",
+            "threads": 1,
+            "numa_node": None,
+            "batch": 1,
+            "mode": "latency",
         },
+        "samples_s": a.tolist(),
+        "stats": summarize(a),
         "timestamp": ts,
         "software": {},
+        "hardware_class": "amd-zen3-2c-1n",
     }
 
 
 def test_baseline_store_round_trip_and_refusals(tmp_path):
     fp = _fp()
-    path, added, updated = store.save(tmp_path, fp, "default", [_record("a", stream(0.01))])
-    assert path == tmp_path / "amd-zen3-2c-1n" / "default.json" and added == ["a"]
+    path, added, updated, _ = store.save(tmp_path, fp, "default", [_record(P("a"), stream(0.01))])
+    assert path == tmp_path / "amd-zen3-2c-1n" / "default.json" and added == [P("a")]
     with pytest.raises(store.BaselineError, match="--perf-update-baseline"):
-        store.save(tmp_path, fp, "default", [_record("a", stream(0.01))])
-    _, added, updated = store.save(
+        store.save(tmp_path, fp, "default", [_record(P("a"), stream(0.01))])
+    _, added, updated, _ = store.save(
         tmp_path,
         fp,
         "default",
-        [_record("a", stream(0.01)), _record("b", stream(0.01))],
+        [_record(P("a"), stream(0.01)), _record(P("b"), stream(0.01))],
         update=True,
     )
-    assert added == ["b"] and updated == ["a"]
+    assert added == [P("b")] and updated == [P("a")]
     data = store.load(path)
     assert [h["action"] for h in data["history"]] == ["created", "updated"]
     other = dict(fp, hardware_class="amd-zen4-96c-1n-smt2")
     (tmp_path / "amd-zen4-96c-1n-smt2").mkdir()
     (tmp_path / "amd-zen4-96c-1n-smt2" / "default.json").write_text(path.read_text())
     with pytest.raises(store.BaselineError, match="belongs to hardware class amd-zen3"):
-        store.save(tmp_path, other, "default", [_record("c", stream(0.01))], update=True)
+        store.save(tmp_path, other, "default", [_record(P("c"), stream(0.01))], update=True)
 
 
 def test_long_sample_lists_are_thinned(tmp_path):
-    path, *_ = store.save(tmp_path, _fp(), "p", [_record("a", stream(0.01, n=5000))])
-    assert len(store.load(path)["entries"]["a"]["samples_s"]) == store.MAX_SAMPLES
+    path, *_ = store.save(tmp_path, _fp(), "p", [_record(P("a"), stream(0.01, n=5000))])
+    assert len(store.load(path)["entries"][P("a")]["samples_s"]) == store.MAX_SAMPLES
 
 
 @pytest.mark.parametrize(
@@ -202,7 +215,9 @@ def test_long_sample_lists_are_thinned(tmp_path):
     [
         ("{not json", "unreadable or corrupt"),
         ('{"schema": "perfsuite.baseline/0"}', "has schema 'perfsuite.baseline/0'"),
-        ('{"schema": "perfsuite.baseline/1", "hardware_class": "x"}', "does not match"),
+        ('{"schema": "perfsuite.baseline/1", "hardware_class": "x"}', "profile: Field required"),
+        ('{"schema": "perfsuite.baseline/2", "hardware_class": "x"}', "not a valid"),
+        ("[1, 2]", "not a perfsuite baseline"),
     ],
 )
 def test_corrupt_or_foreign_baselines_are_clear_errors(tmp_path, content, message):
@@ -215,8 +230,8 @@ def test_corrupt_or_foreign_baselines_are_clear_errors(tmp_path, content, messag
 def test_offline_compare_cli(tmp_path):
     fp = _fp()
     b_root, c_root = tmp_path / "base", tmp_path / "cur"
-    recs_b = [_record(f"p{i}", stream(0.01)) for i in range(5)]
-    recs_c = [_record(f"p{i}", stream(0.01, 1.25 if i == 0 else 1.0)) for i in range(5)]
+    recs_b = [_record(P(f"p{i}"), stream(0.01)) for i in range(5)]
+    recs_c = [_record(P(f"p{i}"), stream(0.01, 1.25 if i == 0 else 1.0)) for i in range(5)]
     b, *_ = store.save(b_root, fp, "default", recs_b)
     c, *_ = store.save(c_root, fp, "default", recs_c)
     r = subprocess.run(
@@ -234,7 +249,7 @@ def test_offline_compare_cli(tmp_path):
         text=True,
     )
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "GATE FAILED" in r.stdout and "p0 regressed" in r.stdout
+    assert "GATE FAILED" in r.stdout and f"{P('p0')} regressed" in r.stdout
     assert (tmp_path / "rep" / "gate.html").read_text().startswith("<!doctype html>")
     junit = (tmp_path / "rep" / "gate-junit.xml").read_text()
     assert junit.count("<testcase") == 5 and junit.count("<failure") == 1
@@ -271,7 +286,7 @@ def test_gate_parameters_cannot_switch_the_gate_off(tmp_path, args, toml, messag
     """NaN compares false with everything: a NaN alpha or threshold would pass every point.
     Every way in (options, pyproject.toml) is refused with one line and exit code 2."""
     fp = _fp()
-    b, *_ = store.save(tmp_path / "b", fp, "default", [_record("p0", stream(0.01))])
+    b, *_ = store.save(tmp_path / "b", fp, "default", [_record(P("p0"), stream(0.01))])
     cmd = [sys.executable, "-m", "perfsuite.cli", "compare", str(b), str(b), *args]
     if toml is not None:
         (tmp_path / "pyproject.toml").write_text(f"[tool.perfsuite.gate]\n{toml}\n")
@@ -299,19 +314,21 @@ def test_between_run_noise_from_baseline_runs_prevents_false_alarms():
 
 def test_add_run_keeps_run_history(tmp_path):
     fp = _fp()
-    store.save(tmp_path, fp, "p", [_record("a", stream(0.01))])
-    path, _, again = store.save(tmp_path, fp, "p", [_record("a", stream(0.01, 1.02))], add_run=True)
+    store.save(tmp_path, fp, "p", [_record(P("a"), stream(0.01))])
+    path, _, again, _ = store.save(
+        tmp_path, fp, "p", [_record(P("a"), stream(0.01, 1.02))], add_run=True
+    )
     data = store.load(path)
-    assert again == ["a"] and len(data["entries"]["a"]["runs"]) == 2
+    assert again == [P("a")] and len(data["entries"][P("a")]["runs"]) == 2
     assert data["history"][-1]["action"] == "run-added"
-    kept = data["entries"]["a"]["samples_s"]
+    kept = data["entries"][P("a")]["samples_s"]
     # a transient slow run joins the history, but its samples do not replace typical ones
-    store.save(tmp_path, fp, "p", [_record("a", stream(0.01, 1.3))], add_run=True)
-    entry = store.load(path)["entries"]["a"]
+    store.save(tmp_path, fp, "p", [_record(P("a"), stream(0.01, 1.3))], add_run=True)
+    entry = store.load(path)["entries"][P("a")]
     assert len(entry["runs"]) == 3 and entry["samples_s"] == kept
     # a run at the centre of the history does
     typical = stream(0.01, float(np.median(entry["runs"])) / 0.01)
-    store.save(tmp_path, fp, "p", [_record("a", typical)], add_run=True)
-    assert store.load(path)["entries"]["a"]["samples_s"] == pytest.approx(typical.tolist())
-    store.save(tmp_path, fp, "p", [_record("a", stream(0.01))], update=True)
-    assert len(store.load(path)["entries"]["a"]["runs"]) == 1  # accepted change: restart
+    store.save(tmp_path, fp, "p", [_record(P("a"), typical)], add_run=True)
+    assert store.load(path)["entries"][P("a")]["samples_s"] == pytest.approx(typical.tolist())
+    store.save(tmp_path, fp, "p", [_record(P("a"), stream(0.01))], update=True)
+    assert len(store.load(path)["entries"][P("a")]["runs"]) == 1  # accepted change: restart

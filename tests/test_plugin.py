@@ -131,7 +131,7 @@ def test_sweep_runs_records_and_reports(sweep, tmp_path):
     records = sorted(out.glob("*/points/*.json"))
     assert len(records) == 4
     rec = json.loads(next(p for p in records if "node0" in p.name).read_text())
-    assert rec["schema"] == "perfsuite.result/1" and rec["status"] == "ok"
+    assert rec["schema"] == "perfsuite.result/2" and rec["status"] == "ok"
     assert rec["isolation"] == "worker" and rec["binding"]["cpus_allowed"] != ""
     assert rec["binding"]["mempolicy"] == "bind" and rec["binding"]["mempolicy_nodes"] == "0"
     assert len(rec["samples_s"]) == rec["stats"]["n"] >= 20

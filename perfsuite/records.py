@@ -1,0 +1,264 @@
+"""perfsuite's records: what a point's measurement (``Result``), a run (``RunSummary``) and a
+stored baseline (``Baseline``) look like on disk, validated when written and when read.
+
+pydantic v2 rather than msgspec: its validators say *which* field is wrong in one line, and
+``model_json_schema()`` gives the JSON Schema shipped in ``perfsuite/schemas/`` from the same
+types (a test checks the shipped files are current: ``python -m perfsuite.records``).
+
+Samples and rates must be finite and positive: JSON Schema's ``exclusiveMinimum: 0`` lets NaN
+through (it compares false), and one NaN sample made ``perfsuite compare`` call a 1.5x slowdown
+"unchanged +nan%".
+
+Format history (``upgrade`` turns any older file into the current one):
+- ``perfsuite.result/1`` (2026-11): one point's record; ``point.extra`` always ``{}``.
+- ``perfsuite.result/2`` (2026-12-03): ``point.extra`` dropped; the point's ``id`` must agree
+  with its fields (the gate used to re-split ids on "-"); samples finite and > 0.
+- ``perfsuite.baseline/1`` (2026-11): per-id entries of thinned samples, stats and run medians.
+- ``perfsuite.baseline/2`` (2026-12-03): as /1 with /2 points and finite samples and runs.
+- ``perfsuite.run/1``: a run directory's summary.json (profile, fingerprint, point statuses).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+RESULT = "perfsuite.result/2"
+BASELINE = "perfsuite.baseline/2"
+RUN = "perfsuite.run/1"
+
+
+class RecordError(ValueError):
+    """A record that cannot be read: the message names the file and the field."""
+
+
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Point(_Record):
+    id: str
+    model: str
+    framework: str
+    precision: str
+    threads: int = Field(ge=1)
+    numa_node: int | None = Field(default=None, ge=0)
+    batch: int = Field(ge=1)
+    mode: Literal["latency", "throughput"]
+    threads_spec: str = ""
+    skip: str | None = None
+
+    @model_validator(mode="after")
+    def _id_matches(self):
+        node = "unbound" if self.numa_node is None else f"node{self.numa_node}"
+        mode = "" if self.mode == "latency" else f"-{self.mode}"
+        want = (
+            f"{self.model}-{self.framework}-{self.precision}-t{self.threads}-{node}"
+            f"-b{self.batch}{mode}"
+        )
+        if self.id != want:
+            raise ValueError(f"id {self.id!r} does not match the point's fields ({want!r})")
+        return self
+
+
+class Stats(_Record):
+    n: int = Field(ge=1)
+    latency_p50_ms: Positive
+    latency_p90_ms: Positive
+    latency_p99_ms: Positive
+    latency_mean_ms: Positive
+    latency_stdev_ms: NonNegative
+    latency_min_ms: Positive
+    latency_max_ms: Positive
+    cv: NonNegative
+    iqr_ms: NonNegative
+    p99_reliable: bool
+    throughput_ips: Positive
+    between_session_cv: NonNegative | None = None
+
+
+class Result(_Record):
+    """One point's measurement (or its error), as the worker returns it and the store keeps
+    it."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")  # framework-specific additions
+
+    schema_: Literal["perfsuite.result/2"] = Field(RESULT, alias="schema")
+    id: str
+    point: Point
+    hardware_class: str
+    software: dict[str, str | None] = {}
+    timestamp: Positive
+    status: Literal["ok", "error"]
+    error: str | None = None
+    samples_s: list[Positive] = []
+    session_medians_s: list[Positive] = []
+    stats: Stats | None = None
+    accuracy: dict | None = None
+    settings: dict = {}
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.id != self.point.id:
+            raise ValueError(f"id {self.id!r} is not its point's id {self.point.id!r}")
+        if self.status == "ok" and (not self.samples_s or self.stats is None):
+            raise ValueError("status ok needs samples_s and stats")
+        if self.stats is not None and self.stats.n != len(self.samples_s):
+            raise ValueError(f"stats.n = {self.stats.n} but {len(self.samples_s)} samples")
+        return self
+
+
+class BaselineEntry(_Record):
+    point: Point
+    samples_s: list[Positive] = Field(min_length=1)
+    stats: Stats
+    settings: dict = {}
+    software: dict[str, str | None] = {}
+    accuracy: dict | None = None
+    recorded: str
+    runs: list[Positive] = []
+
+
+class HistoryItem(_Record):
+    time: str
+    action: Literal["created", "added", "updated", "run-added"]
+    ids: list[str]
+    software: dict[str, str | None] = {}
+
+
+class Fingerprint(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    fields: dict[str, Any]
+    classes: dict[str, Literal["must_match", "tolerance", "informational"]]
+
+
+class Baseline(_Record):
+    schema_: Literal["perfsuite.baseline/2"] = Field(BASELINE, alias="schema")
+    hardware_class: str = Field(pattern=r"^[a-z0-9_-]+$")
+    profile: str
+    fingerprint: Fingerprint
+    entries: dict[str, BaselineEntry]
+    history: list[HistoryItem]
+
+    @model_validator(mode="after")
+    def _keys_are_ids(self):
+        for key, e in self.entries.items():
+            if key != e.point.id:
+                raise ValueError(f"entry {key!r} holds point {e.point.id!r}")
+        return self
+
+
+# -- upgrades: each takes a dict of one version and returns the next (asv's update_to_N) -----
+
+
+# Upgrades reshape what is there and leave the rest to validation, which names what is
+# missing or wrong; they never raise on a malformed file themselves.
+
+
+def _point_1_to_2(point: Any) -> Any:
+    if not isinstance(point, dict):
+        return point
+    return {k: v for k, v in point.items() if k != "extra"}
+
+
+def _result_1_to_2(d: dict) -> dict:
+    return dict(d, schema="perfsuite.result/2", point=_point_1_to_2(d.get("point")))
+
+
+def _baseline_1_to_2(d: dict) -> dict:
+    entries = d.get("entries")
+    if isinstance(entries, dict):
+        entries = {
+            k: dict(e, point=_point_1_to_2(e.get("point"))) if isinstance(e, dict) else e
+            for k, e in entries.items()
+        }
+    return dict(d, schema="perfsuite.baseline/2", entries=entries)
+
+
+UPGRADES = {
+    "perfsuite.result/1": _result_1_to_2,
+    "perfsuite.baseline/1": _baseline_1_to_2,
+}
+CURRENT = {"result": RESULT, "baseline": BASELINE}
+
+
+def upgrade(data: dict) -> dict:
+    """Apply upgrade steps until the data is at its kind's current schema."""
+    seen = set()
+    while isinstance(data, dict) and data.get("schema") in UPGRADES:
+        if data["schema"] in seen:  # a broken chain must not loop
+            raise RecordError(f"upgrade loop at {data['schema']}")
+        seen.add(data["schema"])
+        data = UPGRADES[data["schema"]](data)
+    return data
+
+
+def _one_line(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {err['msg']}{more}"
+
+
+def _load(model: type[BaseModel], kind: str, data: Any, source: str) -> BaseModel:
+    if not isinstance(data, dict):
+        raise RecordError(f"{source} is not a perfsuite {kind} (not a JSON object)")
+    data = upgrade(data)
+    if data.get("schema") != CURRENT[kind]:
+        raise RecordError(
+            f"{source} has schema {data.get('schema')!r}; this perfsuite reads "
+            f"{CURRENT[kind]!r} (and upgrades {', '.join(k for k in UPGRADES if kind in k)})"
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise RecordError(f"{source} is not a valid {CURRENT[kind]}: {_one_line(exc)}") from None
+
+
+def load_result(data: Any, source: str = "record") -> Result:
+    return _load(Result, "result", data, source)
+
+
+def load_baseline(data: Any, source: str = "baseline") -> Baseline:
+    return _load(Baseline, "baseline", data, source)
+
+
+def check_result(record: dict, source: str = "record") -> dict:
+    """Validate a record about to be written; returns it unchanged (as a plain dict)."""
+    load_result(record, source)
+    return record
+
+
+def dump(record: BaseModel) -> dict:
+    return record.model_dump(mode="json", by_alias=True, exclude_none=False)
+
+
+SCHEMAS = {"result": Result, "baseline": Baseline}
+
+
+def json_schema(kind: str) -> dict:
+    schema = SCHEMAS[kind].model_json_schema(by_alias=True)
+    schema["$id"] = CURRENT[kind]
+    return schema
+
+
+def main() -> int:
+    """Write the JSON Schemas shipped in perfsuite/schemas/ from the types."""
+    import json
+    from pathlib import Path
+
+    folder = Path(__file__).parent / "schemas"
+    for kind in SCHEMAS:
+        path = folder / f"{kind}.schema.json"
+        path.write_text(json.dumps(json_schema(kind), indent=1, sort_keys=True) + "\n")
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
