@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from perfsuite import records
-from perfsuite.cache import atomic_write_text, json_default
+from perfsuite.files import atomic_write_text, json_default
 
 SCHEMA = records.BASELINE
 LOCK_TIMEOUT_S = 600.0  # another run's save takes well under a second; a stuck lock is named

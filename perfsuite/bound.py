@@ -122,14 +122,14 @@ def bandwidth_matrix(
     """STREAM triad GB/s with the threads on CPU node i and the arrays on memory node j, for
     every pair: the diagonal is local, the rest remote (the article's "~15% from binding")."""
     from perfsuite import placement as pl
-    from perfsuite.qualify import _triad_best
+    from perfsuite.kernels import triad_best
 
     out = {}
     for cpu_node, mem_node in pl.matrix(topo):
         cpus = pl.node(topo, cpu_node).cpus
         p = pl.Placement(f"cpu{cpu_node}-mem{mem_node}", cpus, (mem_node,))
         res = run_bound(
-            _triad_best, n, len(cpus), repeats, placement=p, mechanism=mechanism, timeout=timeout
+            triad_best, n, len(cpus), repeats, placement=p, mechanism=mechanism, timeout=timeout
         )
         out[(cpu_node, mem_node)] = res["result"]
     return out

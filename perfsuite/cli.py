@@ -108,7 +108,7 @@ def cmd_qualify(args) -> int:
     import time
 
     from perfsuite import qualify
-    from perfsuite.cache import atomic_write_text, json_default
+    from perfsuite.files import atomic_write_text, json_default
     from perfsuite.fingerprint import fingerprint
     from perfsuite.topology import read_topology
 

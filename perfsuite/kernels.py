@@ -492,3 +492,12 @@ def false_sharing_probe(threads: int = 2, iters: int = 20_000_000) -> dict:
 def threads_granted(threads: int) -> int:
     """Threads an OpenMP region asking for ``threads`` really gets (dynamic teams are off)."""
     return int(_kernels.threads_granted(_threads(threads)))
+
+
+def triad_best(n: int, threads: int, repeats: int) -> float:
+    """Best STREAM triad GB/s of ``repeats`` over arrays of ``n`` floats allocated here, so
+    that in a bound worker first touch puts them on its node."""
+    a = aligned_zeros(n)
+    b = aligned_zeros(n) + 1
+    c = aligned_zeros(n) + 2
+    return max(stream_triad(a, b, c, 3.0, threads)["bandwidth_gbs"] for _ in range(repeats))

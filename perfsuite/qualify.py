@@ -518,15 +518,6 @@ def verdict(checks: list[Check]) -> str:
 # -- measuring the real host ------------------------------------------------------------------
 
 
-def _triad_best(n: int, threads: int, repeats: int) -> float:
-    from perfsuite import kernels
-
-    a = kernels.aligned_zeros(n)  # first touch inside the bound worker: memory on its node
-    b = kernels.aligned_zeros(n) + 1
-    c = kernels.aligned_zeros(n) + 2
-    return max(kernels.stream_triad(a, b, c, 3.0, threads)["bandwidth_gbs"] for _ in range(repeats))
-
-
 def measure(topo, *, quick: bool = False, mechanism: str = "auto") -> dict:
     import time
 
@@ -538,7 +529,7 @@ def measure(topo, *, quick: bool = False, mechanism: str = "auto") -> dict:
     for p in placement.shards(topo, "node"):
         node_id = p.mem_nodes[0]
         out = run_bound(
-            _triad_best, n, len(p.cpus), 3 if quick else 5, placement=p, mechanism=mechanism
+            kernels.triad_best, n, len(p.cpus), 3 if quick else 5, placement=p, mechanism=mechanism
         )
         bandwidth[node_id] = out["result"]
     seconds = 0.05 if quick else 0.3

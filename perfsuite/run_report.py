@@ -9,7 +9,7 @@ import html
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfsuite.cache import atomic_write_text
+from perfsuite.files import atomic_write_text
 from perfsuite.report import sweep_table
 
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from perfsuite import records
-from perfsuite.cache import atomic_write_text, json_default
+from perfsuite.files import atomic_write_text, json_default
 from perfsuite.plan import Point, Profile, article_threads, expand
 
 RESULT_SCHEMA = records.RESULT
