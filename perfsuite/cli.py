@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from perfsuite.fingerprint import FIELD_CLASSES, fingerprint
+from perfsuite.host.fingerprint import FIELD_CLASSES, fingerprint
 from perfsuite.options import add_gate_options
 
 
@@ -58,7 +58,7 @@ def print_info(fp: dict) -> None:
 
 
 def cmd_info(args) -> int:
-    from perfsuite.backends import software_versions
+    from perfsuite.prepare.backends import software_versions
 
     fp = fingerprint(args.root, frameworks=software_versions())
     if args.json:
@@ -71,10 +71,10 @@ def cmd_info(args) -> int:
 
 def cmd_compare(args) -> int:
     """Gate offline: BASELINE and CURRENT are baseline files or run directories."""
-    from perfsuite.baseline import BaselineError
-    from perfsuite.gate import evaluate, load_results
-    from perfsuite.gate_config import GateConfigError, load_gate_config
-    from perfsuite.gate_report import terminal, write_all
+    from perfsuite.gate.config import GateConfigError, load_gate_config
+    from perfsuite.gate.engine import evaluate, load_results
+    from perfsuite.gate.report import terminal, write_all
+    from perfsuite.store.baseline import BaselineError
 
     config = args.config
     if config is None and Path("pyproject.toml").is_file():
@@ -107,13 +107,13 @@ def cmd_qualify(args) -> int:
     import datetime
     import time
 
-    from perfsuite import qualify
     from perfsuite.files import atomic_write_text, json_default
-    from perfsuite.fingerprint import fingerprint
-    from perfsuite.topology import read_topology
+    from perfsuite.host.fingerprint import fingerprint
+    from perfsuite.host.topology import read_topology
+    from perfsuite.qualify import checks as qualify
 
     t0 = time.perf_counter()
-    from perfsuite.backends import software_versions
+    from perfsuite.prepare.backends import software_versions
 
     fp = fingerprint("/", frameworks=software_versions())
     if args.save_reference and args.reference:

@@ -168,21 +168,39 @@ class Blocking:
 _ELEM_BYTES = {"f32": 4, "u8s8": 1, "bf16": 2}
 
 
+def _cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, int]:
+    """Cache sizes of CPU 0 from sysfs ("L1d", "L2", "L3"). The kernels read them here, not
+    through perfsuite.host (which sits above the kernels and records their variant)."""
+    from pathlib import Path
+
+    out = {}
+    for d in Path(root).glob("index*"):
+        try:
+            level, kind, size = ((d / f).read_text().strip() for f in ("level", "type", "size"))
+        except OSError:
+            continue
+        if kind == "Instruction" or not size[:-1].isdigit():
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20}.get(size[-1], 1)
+        out["L1d" if level == "1" else f"L{level}"] = int(size.rstrip("KM")) * scale
+    return out
+
+
 @cache
 def blocking(op: str = "f32", isa: str | None = None) -> Blocking:
     """Block sizes for GEMM ``op`` (f32, u8s8, bf16) with variant ``isa``'s register tile,
     derived from this host's cache sizes (sysfs), Zen 3 sizes as fallback."""
-    from perfsuite.topology import read_topology
-
     if op not in _ELEM_BYTES:
         raise ValueError(f"unknown GEMM op {op!r}; choose one of {', '.join(_ELEM_BYTES)}")
     elem_bytes = _ELEM_BYTES[op]
     MR, NR, _kstep = variant_info(isa or _active_isa())["tiles"][op]
 
-    caches = read_topology("/").caches
-    l1 = caches["L1d"].size_bytes if "L1d" in caches else 32 << 10
-    l2 = caches["L2"].size_bytes if "L2" in caches else 512 << 10
-    l3 = caches["L3"].size_bytes if "L3" in caches else 32 << 20
+    caches = _cache_bytes()
+    l1, l2, l3 = (
+        caches.get("L1d", 32 << 10),
+        caches.get("L2", 512 << 10),
+        caches.get("L3", 32 << 20),
+    )
     # A deep kc halves the passes over C (each pass reads and writes all of C): measured at
     # n=1024 on Zen 3, kc=512 instead of 256 lifts the 2-thread speed-up from 1.48x to 1.69x
     # at the same 1-thread rate, as the two cores share little memory bandwidth. kc is sized

@@ -1,5 +1,5 @@
 """perfsuite's pytest plugin (registered through the ``pytest11`` entry point): options,
-hooks and fixtures only. Run-wide state lives in ``perfsuite.session.PerfSession``.
+hooks and fixtures only. Run-wide state lives in ``perfsuite.sweep.session.PerfSession``.
 
 A test that takes the ``perf_point`` fixture is parametrized over the sweep's points; the
 ``perf_run`` fixture measures a point, feeds its raw samples to pytest-benchmark (so
@@ -160,7 +160,7 @@ def _overrides(config) -> dict:
 
 
 def pytest_configure(config):
-    from perfsuite.plan import PlanError, load_profiles, select_profile
+    from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
 
     name = config.getoption("perf_profile") or (
         "default" if config.getoption("benchmark_only", False) else "smoke"
@@ -179,7 +179,7 @@ def pytest_configure(config):
 
 
 def _gate_config(config):
-    from perfsuite.gate_config import GateConfigError, load_gate_config
+    from perfsuite.gate.config import GateConfigError, load_gate_config
 
     pyproject = config.rootpath / "pyproject.toml"
     try:
@@ -203,10 +203,10 @@ class _LazySession:
 
     def get(self):
         if self._session is None:
-            from perfsuite.backends import software_versions
-            from perfsuite.fingerprint import fingerprint
-            from perfsuite.session import PerfSession
-            from perfsuite.topology import read_topology
+            from perfsuite.host.fingerprint import fingerprint
+            from perfsuite.host.topology import read_topology
+            from perfsuite.prepare.backends import software_versions
+            from perfsuite.sweep.session import PerfSession
 
             self._session = session = PerfSession(
                 self.profile,
@@ -295,7 +295,7 @@ def pytest_sessionfinish(session, exitstatus):
     lazy = session.config.stash.get(SESSION, None)
     if lazy is None or not lazy.started or not lazy.get().records:
         return
-    from perfsuite.gate_session import FinishOptions, finish
+    from perfsuite.sweep.finish import FinishOptions, finish
 
     o = session.config.getoption
     opts = FinishOptions(
@@ -309,7 +309,7 @@ def pytest_sessionfinish(session, exitstatus):
     try:
         outcome = finish(lazy.get(), opts)
     except Exception as exc:  # a broken gate must say so, not take the report down
-        from perfsuite.gate_session import Outcome
+        from perfsuite.sweep.finish import Outcome
 
         outcome = Outcome(lines=[f"gate error: {exc.__class__.__name__}: {exc}"], fail=True)
     session.config.stash[OUTCOME] = outcome

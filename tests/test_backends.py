@@ -5,9 +5,9 @@ import time
 import numpy as np
 import pytest
 
-from perfsuite import models
-from perfsuite.backends import BACKENDS, BackendError, RunConfig, get_backend
-from perfsuite.isolation import WorkerCrashed, WorkerError, WorkerTimeout, run_isolated
+from perfsuite.execute.isolation import WorkerCrashed, WorkerError, WorkerTimeout, run_isolated
+from perfsuite.prepare import models
+from perfsuite.prepare.backends import BACKENDS, BackendError, RunConfig, get_backend
 
 FRAMEWORKS = [
     pytest.param(n, marks=pytest.mark.skipif(b.version() is None, reason=f"{n} is not installed"))
@@ -74,8 +74,8 @@ def test_unloadable_model_is_a_backend_error(framework, tmp_path):
 
 
 def test_missing_framework_is_unavailable(monkeypatch):
-    from perfsuite.backends import BackendUnavailable
-    from perfsuite.backends.onnxruntime_backend import OnnxRuntimeBackend
+    from perfsuite.prepare.backends import BackendUnavailable
+    from perfsuite.prepare.backends.onnxruntime_backend import OnnxRuntimeBackend
 
     monkeypatch.setattr(OnnxRuntimeBackend, "version", lambda self: None)
     with pytest.raises(BackendUnavailable, match="not installed"):
@@ -101,8 +101,8 @@ def _ov_throughput_then_teardown(path: str) -> dict:
     """perfsuite's own OpenVINO throughput path, then teardown: must not hang."""
     from pathlib import Path
 
-    from perfsuite.backends import RunConfig, get_backend
-    from perfsuite.models import get
+    from perfsuite.prepare.backends import RunConfig, get_backend
+    from perfsuite.prepare.models import get
 
     info = get("small_cnn")
     s = get_backend("openvino").prepare(Path(path), RunConfig(threads=2, mode="throughput"))

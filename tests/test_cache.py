@@ -1,6 +1,6 @@
 import pytest
 
-from perfsuite import cache
+from perfsuite.prepare import cache
 
 
 def test_cache_dir_honours_env(tmp_path, monkeypatch):

@@ -73,7 +73,8 @@ def test_missing_flags_name_what_the_cpu_lacks():
 @pytest.mark.parametrize("isa", isa_params())
 def test_each_variant_can_be_forced_and_is_recorded(isa):
     r = run_python(
-        "from perfsuite import kernels as k; from perfsuite.fingerprint import collect_kernels;"
+        "from perfsuite import kernels as k;"
+        "from perfsuite.host.fingerprint import collect_kernels;"
         "import numpy as np; a = np.arange(35, dtype=np.float32).reshape(5, 7);"
         "ok = np.allclose(k.gemm_f32(a, a.T.copy()), a @ a.T);"
         "print(k.isa(), collect_kernels()['kernels.isa'], ok)",
@@ -116,7 +117,8 @@ def test_forced_generic_in_subprocess():
 
 def test_forced_isa_is_recorded_in_fingerprint():
     r = run_python(
-        "from perfsuite.fingerprint import collect_kernels;print(collect_kernels()['kernels.isa'])",
+        "from perfsuite.host.fingerprint import collect_kernels;"
+        "print(collect_kernels()['kernels.isa'])",
         PERFSUITE_FORCE_ISA="generic",
     )
     assert r.stdout.strip() == "generic", r.stderr

@@ -4,9 +4,9 @@ import sys
 
 import pytest
 
-from perfsuite.backends import software_versions
-from perfsuite.fingerprint import FIELD_CLASSES, MUST, SCHEMA, fingerprint, hardware_class
-from perfsuite.microarch import amd_microarchitecture, microarchitecture_by_flags
+from perfsuite.host.fingerprint import FIELD_CLASSES, MUST, SCHEMA, fingerprint, hardware_class
+from perfsuite.host.microarch import amd_microarchitecture, microarchitecture_by_flags
+from perfsuite.prepare.backends import software_versions
 
 
 def test_every_field_is_classified():

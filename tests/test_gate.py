@@ -8,10 +8,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from perfsuite import baseline as store
-from perfsuite.compare import GateConfig, compare_fingerprints, compare_samples, holm
-from perfsuite.gate import ResultSet, evaluate, load_results
-from perfsuite.measure import summarize
+from perfsuite.execute.measure import summarize
+from perfsuite.gate.engine import ResultSet, evaluate, load_results
+from perfsuite.gate.statistics import GateConfig, compare_fingerprints, compare_samples, holm
+from perfsuite.store import baseline as store
 
 RNG = np.random.default_rng(20261202)
 FAST = GateConfig(bootstrap_resamples=400)
@@ -215,7 +215,10 @@ def test_long_sample_lists_are_thinned(tmp_path):
     [
         ("{not json", "unreadable or corrupt"),
         ('{"schema": "perfsuite.baseline/0"}', "has schema 'perfsuite.baseline/0'"),
-        ('{"schema": "perfsuite.baseline/1", "hardware_class": "x"}', "profile: Field required"),
+        (
+            '{"schema": "perfsuite.baseline/1", "hardware_class": "x"}',
+            "profile: Field required",
+        ),
         ('{"schema": "perfsuite.baseline/2", "hardware_class": "x"}', "not a valid"),
         ("[1, 2]", "not a perfsuite baseline"),
     ],

@@ -2,8 +2,8 @@ import numpy as np
 import onnx
 import pytest
 
-from perfsuite import cache, models
-from perfsuite.models import zoo
+from perfsuite.prepare import cache, models
+from perfsuite.prepare.models import zoo
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -9,9 +9,11 @@ import sys
 
 import pytest
 
-from perfsuite import bound, numa, placement, qualify
-from perfsuite.fingerprint import fingerprint
-from perfsuite.topology import read_topology
+from perfsuite.execute import bound
+from perfsuite.host import numa, placement
+from perfsuite.host.fingerprint import fingerprint
+from perfsuite.host.topology import read_topology
+from perfsuite.qualify import checks as qualify
 
 HOST = read_topology("/")
 HAVE_NUMACTL = shutil.which("numactl") is not None
@@ -302,8 +304,8 @@ def test_qualify_runs_a_real_inference_sweep_against_a_baseline(tmp_path):
     (check,) = qualify.check_inference(info)
     assert check.status == "WARN" and "no baseline" in check.detail
     run = qualify.Path(info["run_dir"])
-    from perfsuite import baseline
-    from perfsuite.gate import load_results
+    from perfsuite.gate.engine import load_results
+    from perfsuite.store import baseline
 
     records = [json.loads(p.read_text()) for p in sorted((run / "points").glob("*.json"))]
     summary = json.loads((run / "summary.json").read_text())

@@ -2,8 +2,9 @@ import shutil
 
 import pytest
 
-from perfsuite import counters, placement
-from perfsuite.topology import read_topology
+from perfsuite.execute import counters
+from perfsuite.host import placement
+from perfsuite.host.topology import read_topology
 
 
 @pytest.fixture

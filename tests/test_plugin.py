@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from perfsuite.plan import PlanError, article_threads, expand, load_profiles, select_profile
-from perfsuite.topology import read_topology
+from perfsuite.host.topology import read_topology
+from perfsuite.sweep.plan import PlanError, article_threads, expand, load_profiles, select_profile
 
 pytest_plugins = ["pytester"]
 pytest.importorskip("onnxruntime")
@@ -21,7 +21,7 @@ import onnxruntime.quantization  # noqa: E402,F401
 if __import__("importlib.util").util.find_spec("openvino") is not None:
     import openvino  # noqa: E402,F401 - imported inside pytester runs by the openvino points
 
-from perfsuite.models import graph  # noqa: E402,F401
+from perfsuite.prepare.models import graph  # noqa: E402,F401
 
 SWEEP = """
 def test_sweep(perf_point, perf_run):
@@ -286,7 +286,7 @@ def test_all_threads_and_auto_formula(host_tree):
 
 def test_profile_errors():
     with pytest.raises(PlanError, match="missing key"):
-        from perfsuite.plan import make_profile
+        from perfsuite.sweep.plan import make_profile
 
         make_profile("x", {"models": ["small_cnn"]})
     raw = dict(load_profiles()["smoke"], sessions=0)
@@ -362,7 +362,7 @@ def test_injected_slowdown_fails_the_gate_end_to_end(sweep, tmp_path, monkeypatc
 TOY_BACKEND = """
 import numpy as np
 
-from perfsuite.backends.base import Backend, Session
+from perfsuite.prepare.backends.base import Backend, Session
 
 
 class ToySession(Session):
@@ -390,7 +390,7 @@ class ToyBackend(Backend):
 
 @pytest.fixture
 def registry():
-    from perfsuite.backends import BACKENDS
+    from perfsuite.prepare.backends import BACKENDS
 
     before = dict(BACKENDS)
     yield BACKENDS

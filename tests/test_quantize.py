@@ -3,10 +3,10 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from perfsuite import accuracy, models, quantize
-from perfsuite.backends import BACKENDS
-from perfsuite.diagnose import diagnose, op_counts
-from perfsuite.quantize import Prepared, Unsupported
+from perfsuite.prepare import accuracy, models, quantize
+from perfsuite.prepare.backends import BACKENDS
+from perfsuite.prepare.diagnose import diagnose, op_counts
+from perfsuite.prepare.quantize import Prepared, Unsupported
 
 pytest.importorskip("onnxruntime")
 HAVE_OV = BACKENDS["openvino"].version() is not None

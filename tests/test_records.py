@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfsuite import baseline as store
 from perfsuite import records
-from perfsuite.measure import summarize
+from perfsuite.execute.measure import summarize
+from perfsuite.store import baseline as store
 
 DATA = Path(__file__).parent / "data" / "records"
 

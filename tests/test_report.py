@@ -1,7 +1,7 @@
 """The terminal report: precision labels follow what the framework really ran, ratios are
 split by kind, and the article's INT8 claim is judged from the measured ratios."""
 
-from perfsuite.report import int8_claim, precision_label, sweep_table
+from perfsuite.sweep.report import int8_claim, precision_label, sweep_table
 
 
 def record(prec, ips, threads=1, fw="openvino", hint=None):
@@ -72,7 +72,7 @@ def test_claim_verdicts():
 
 
 def test_every_slow_int8_point_is_diagnosed_in_terminal_and_html():
-    from perfsuite.run_report import html_page, report_lines, slow_int8
+    from perfsuite.sweep.run_report import html_page, report_lines, slow_int8
 
     recs = [
         record("fp32", 10.0, fw="onnxruntime"),

@@ -1,6 +1,6 @@
 import pytest
 
-from perfsuite.topology import format_cpulist, parse_cpulist, parse_size, read_topology
+from perfsuite.host.topology import format_cpulist, parse_cpulist, parse_size, read_topology
 
 
 @pytest.mark.parametrize(

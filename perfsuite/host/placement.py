@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfsuite.topology import Topology, format_cpulist
+from perfsuite.host.topology import Topology, format_cpulist
 
 
 class PlacementError(ValueError):

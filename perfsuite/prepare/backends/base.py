@@ -7,7 +7,7 @@ skip, the runner the second into an error for that point, never a crashed run.
 it runs, ``no_path`` reasons for precisions it cannot run, and the ``distributions`` whose
 versions belong in the fingerprint. Defining the class registers it (asv's registry of
 environment classes by name); import the module before planning, from
-``perfsuite.backends`` for built-ins or from a plugin or conftest for others."""
+``perfsuite.prepare.backends`` for built-ins or from a plugin or conftest for others."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ REGISTRY: dict[str, Backend] = {}
 class Backend(ABC):
     name: str = ""  # the framework's name in point ids, profiles and options
     distribution: str = ""  # PyPI distribution that must be installed (default: name)
-    precisions: tuple[str, ...] = ("fp32",)  # see perfsuite.quantize.PRECISIONS
+    precisions: tuple[str, ...] = ("fp32",)  # see perfsuite.prepare.quantize.PRECISIONS
     no_path: dict[str, str] = {}  # precision -> why this framework cannot run it
     distributions: tuple[str, ...] = ()  # versions recorded as software.<dist> (default: dist.)
 

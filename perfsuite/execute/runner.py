@@ -1,6 +1,6 @@
 """One benchmark point, start to finish: place -> prepare -> measure. ``run_point`` is
 module-level and returns plain data, so it runs the same in-process or in a worker process
-(``perfsuite.isolation``) that is bound to a NUMA node before any framework allocates.
+(``perfsuite.execute.isolation``) that is bound to a NUMA node before any framework allocates.
 
 ``threads`` means the same everywhere: ONNX Runtime intra-op threads, OpenVINO
 INFERENCE_NUM_THREADS, and the BLAS pool (threadpoolctl) of the process.
@@ -13,7 +13,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from perfsuite.measure import Protocol, measure_latency, summarize, warm_up
+from perfsuite.execute.measure import Protocol, measure_latency, summarize, warm_up
 
 
 def _counted(p: Protocol):
@@ -22,15 +22,15 @@ def _counted(p: Protocol):
         return nullcontext(None)
     import os
 
-    from perfsuite.counters import PerfAttach
+    from perfsuite.execute.counters import PerfAttach
 
     return PerfAttach(os.getpid())
 
 
 def place(numa_node: int | None) -> tuple[dict, tuple[int, ...] | None]:
     """Bind to the node's CPUs and memory (verified), or record the unbound state."""
-    from perfsuite import numa
-    from perfsuite.topology import read_topology
+    from perfsuite.host import numa
+    from perfsuite.host.topology import read_topology
 
     if numa_node is None:
         return numa.current_binding("none").as_dict(), None
@@ -90,7 +90,7 @@ def measure_in_place(point: dict, protocol: dict) -> dict:
     """measure_point in a process someone else already bound (numactl, bound.run_bound)."""
     import os
 
-    from perfsuite import numa
+    from perfsuite.host import numa
 
     return measure_point(
         point,
@@ -128,8 +128,8 @@ def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: flo
     (kept in the record) show run-to-run spread that one session's samples cannot."""
     from threadpoolctl import threadpool_limits
 
-    from perfsuite import models, quantize
-    from perfsuite.backends import RunConfig, get_backend
+    from perfsuite.prepare import models, quantize
+    from perfsuite.prepare.backends import RunConfig, get_backend
 
     p = Protocol(**protocol)
     with threadpool_limits(point["threads"]):

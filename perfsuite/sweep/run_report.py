@@ -1,5 +1,5 @@
 """The report of one sweep, written for every run whether or not there is a baseline: the
-sweep table and ratios (``perfsuite.report``), the slow-INT8 diagnosis of every INT8 point
+sweep table and ratios (``perfsuite.sweep.report``), the slow-INT8 diagnosis of every INT8 point
 slower than its FP32 point, and ``report.html`` with its plots (self-contained: PNGs as data
 URIs), which links the gate's page when a baseline was compared and says so when not."""
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfsuite.files import atomic_write_text
-from perfsuite.report import sweep_table
+from perfsuite.sweep.report import sweep_table
 
 
 @dataclass
@@ -40,8 +40,8 @@ def _cpu_flags(fingerprint: dict) -> dict:
 
 def _reasons(point: dict, flags: dict, flops_per_item: float | None = None) -> list[str]:
     """The diagnosis of the variant that was measured (cached, so no rebuild here)."""
-    from perfsuite import models, quantize
-    from perfsuite.diagnose import diagnose
+    from perfsuite.prepare import models, quantize
+    from perfsuite.prepare.diagnose import diagnose
 
     prec = point["precision"]
     try:
@@ -100,7 +100,7 @@ def _plots(records: list[dict]) -> list[tuple[str, str]]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from perfsuite.gate_report import _png
+    from perfsuite.gate.report import _png
 
     ok = [r for r in records if r.get("status") == "ok"]
     figs = []

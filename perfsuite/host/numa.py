@@ -14,7 +14,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from perfsuite.topology import Topology, format_cpulist, parse_cpulist
+from perfsuite.host.topology import Topology, format_cpulist, parse_cpulist
 
 MPOL_DEFAULT, MPOL_PREFERRED, MPOL_BIND, MPOL_INTERLEAVE = 0, 1, 2, 3
 _MODES = {0: "default", 1: "preferred", 2: "bind", 3: "interleave", 4: "local"}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import tomllib
 
-from perfsuite.topology import Topology
+from perfsuite.host.topology import Topology
 
 LIST_KEYS = ("models", "frameworks", "precisions", "threads", "numa_nodes", "batch", "mode")
 SCALAR_KEYS = {
@@ -121,9 +121,9 @@ def load_profiles(pyproject: Path | None = None, user_file: Path | None = None) 
 
 
 def make_profile(name: str, raw: dict) -> Profile:
-    from perfsuite.backends import BACKENDS
-    from perfsuite.models import names as model_names
-    from perfsuite.quantize import PRECISIONS
+    from perfsuite.prepare.backends import BACKENDS
+    from perfsuite.prepare.models import names as model_names
+    from perfsuite.prepare.quantize import PRECISIONS
 
     unknown = set(raw) - set(LIST_KEYS) - set(SCALAR_KEYS)
     if unknown:
@@ -268,7 +268,7 @@ def expand(
 
 
 def _skip(fw, prec, unavailable, bf16) -> str | None:
-    from perfsuite.backends import get_backend
+    from perfsuite.prepare.backends import get_backend
 
     if unavailable.get(fw):
         return unavailable[fw]

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsuite import baseline as store
-from perfsuite import run_report
-from perfsuite.compare import Comparison, GateConfig, compare_samples
-from perfsuite.gate import evaluate, from_baseline, from_records
-from perfsuite.gate_report import terminal, write_all
+from perfsuite.gate.engine import evaluate, from_baseline, from_records
+from perfsuite.gate.report import terminal, write_all
+from perfsuite.gate.statistics import Comparison, GateConfig, compare_samples
+from perfsuite.store import baseline as store
+from perfsuite.sweep import run_report
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from perfsuite.backends import RunConfig, get_backend
-from perfsuite.models import ModelInfo
-from perfsuite.quantize import Prepared
+from perfsuite.prepare.backends import RunConfig, get_backend
+from perfsuite.prepare.models import ModelInfo
+from perfsuite.prepare.quantize import Prepared
 
 # dB floors per model, chosen from measurements on this machine (see README, "Accuracy gate"):
 # healthy INT8 variants sit well above them, a wrong scale falls far below.
@@ -72,7 +72,7 @@ def evaluate(
 ) -> AccuracyResult:
     """Compare ``variant`` with the FP32 model on the same framework."""
     if model.name == "digits_mlp":
-        from perfsuite.models.zoo import digits_split
+        from perfsuite.prepare.models.zoo import digits_split
 
         _, x_test, _, y_test = digits_split()
         batch = len(x_test)  # one static batch: OpenVINO compiles for a fixed size

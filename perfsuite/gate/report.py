@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from perfsuite.compare import Comparison, PointVerdict
 from perfsuite.files import atomic_write_text, json_default
+from perfsuite.gate.statistics import Comparison, PointVerdict
 
 
 def _fmt_change(v: PointVerdict) -> str:

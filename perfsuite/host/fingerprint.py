@@ -19,8 +19,8 @@ import re
 import sys
 from pathlib import Path
 
-from perfsuite.microarch import microarchitecture
-from perfsuite.topology import Reader, Topology, format_cpulist, read_topology
+from perfsuite.host.microarch import microarchitecture
+from perfsuite.host.topology import Reader, Topology, format_cpulist, read_topology
 
 SCHEMA = "perfsuite.fingerprint/1"
 
@@ -271,7 +271,7 @@ def fingerprint(
 ) -> dict:
     """The full fingerprint dict (see module docstring and ``FIELD_CLASSES``). ``frameworks``:
     software.<distribution> versions of the frameworks under test
-    (``perfsuite.backends.software_versions()``, which the faces pass)."""
+    (``perfsuite.prepare.backends.software_versions()``, which the faces pass)."""
     host = Path(root).resolve() == Path("/")
     topo = read_topology(root)
     reader = Reader(root)

@@ -1,7 +1,7 @@
 """Run a function in a worker bound to a placement, by the preferred mechanism:
 
 1. ``numactl`` when installed: ``numactl --physcpubind=... --membind=... python -m
-   perfsuite.worker`` (job on stdin);
+   perfsuite.execute.worker`` (job on stdin);
 2. otherwise in-process ``sched_setaffinity`` + ``set_mempolicy`` in a spawned worker.
 
 Either way the worker reports the binding the kernel has in force, and it is checked against
@@ -17,16 +17,16 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from perfsuite.isolation import WorkerCrashed, WorkerError, WorkerTimeout, run_isolated
-from perfsuite.numa import BindingError
-from perfsuite.placement import Placement
-from perfsuite.topology import parse_cpulist
+from perfsuite.execute.isolation import WorkerCrashed, WorkerError, WorkerTimeout, run_isolated
+from perfsuite.host.numa import BindingError
+from perfsuite.host.placement import Placement
+from perfsuite.host.topology import parse_cpulist
 
 MECHANISMS = ("auto", "numactl", "syscall")
 
 
 def _bind_then_call(cpus, mem_nodes, fn, args, kwargs):
-    from perfsuite import numa
+    from perfsuite.host import numa
 
     binding = numa.bind(list(cpus), list(mem_nodes) if mem_nodes is not None else None)
     return {"result": fn(*args, **kwargs), "binding": binding.as_dict()}
@@ -52,7 +52,7 @@ def _verify(placement: Placement, binding: dict, mechanism: str) -> None:
 def _numactl(placement, fn, args, kwargs, timeout):
     import os
 
-    cmd = ["numactl", *placement.numactl_args(), sys.executable, "-m", "perfsuite.worker"]
+    cmd = ["numactl", *placement.numactl_args(), sys.executable, "-m", "perfsuite.execute.worker"]
     # The job is pickled by reference: the worker must import what the parent can.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     try:
@@ -121,7 +121,7 @@ def bandwidth_matrix(
 ) -> dict[tuple[int, int], float]:
     """STREAM triad GB/s with the threads on CPU node i and the arrays on memory node j, for
     every pair: the diagonal is local, the rest remote (the article's "~15% from binding")."""
-    from perfsuite import placement as pl
+    from perfsuite.host import placement as pl
     from perfsuite.kernels import triad_best
 
     out = {}
@@ -140,8 +140,8 @@ def inference_matrix(
 ) -> dict[tuple[int, int], dict]:
     """Inference stats of one sweep point (its numa_node ignored) with the threads on CPU node
     i and the memory on node j, for every pair: local vs remote latency and throughput."""
-    from perfsuite import placement as pl
-    from perfsuite.runner import measure_in_place
+    from perfsuite.execute.runner import measure_in_place
+    from perfsuite.host import placement as pl
 
     out = {}
     for cpu_node, mem_node in pl.matrix(topo):

@@ -26,7 +26,7 @@ class Protocol:
     max_warmup_time: float = 30.0
     stable_within: float = 0.05  # warm-up ends when the median of the last 5 calls is within
     max_time: float = 120.0  # this fraction of the 5 before (or max_warmup_time passes)
-    counters: bool = False  # perf stat on the measurement window (perfsuite.counters)
+    counters: bool = False  # perf stat on the measurement window (perfsuite.execute.counters)
     sessions: int = 1  # fresh framework sessions per point, measured one after another
 
 

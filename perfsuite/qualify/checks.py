@@ -521,8 +521,9 @@ def verdict(checks: list[Check]) -> str:
 def measure(topo, *, quick: bool = False, mechanism: str = "auto") -> dict:
     import time
 
-    from perfsuite import kernels, placement
-    from perfsuite.bound import run_bound
+    from perfsuite import kernels
+    from perfsuite.execute.bound import run_bound
+    from perfsuite.host import placement
 
     n = 1 << (22 if quick else 25)
     bandwidth = {}

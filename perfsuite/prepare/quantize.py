@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsuite import cache
-from perfsuite.models import ModelInfo
+from perfsuite.prepare import cache
+from perfsuite.prepare.models import ModelInfo
 
 QUANTIZER_VERSION = "1"
 
@@ -44,7 +44,7 @@ def calibration_inputs(model: ModelInfo, count: int | None = None, seed: int = 1
     """Calibration batches (batch 1): the training split for the digits classifier, seeded
     synthetic inputs for random-weight models."""
     if model.name == "digits_mlp":
-        from perfsuite.models.zoo import digits_split
+        from perfsuite.prepare.models.zoo import digits_split
 
         x_train = digits_split()[0]
         return [{model.input_name: x_train[i : i + 1]} for i in range(count or 128)]
@@ -176,7 +176,7 @@ def register_precision(name: str, quantizer: Quantizer) -> None:
 
 def prepare(model: ModelInfo, precision: str, framework: str) -> Prepared:
     """The model file for (precision, framework), building and caching it when needed."""
-    from perfsuite.backends import get_backend
+    from perfsuite.prepare.backends import get_backend
 
     if precision not in QUANTIZERS:
         raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(QUANTIZERS)}")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from perfsuite import records
 from perfsuite.files import atomic_write_text, json_default
-from perfsuite.plan import Point, Profile, article_threads, expand
+from perfsuite.sweep.plan import Point, Profile, article_threads, expand
 
 RESULT_SCHEMA = records.RESULT
 
@@ -42,8 +42,8 @@ class PerfSession:
 
     def points(self) -> list[Point]:
         if self._points is None:
-            from perfsuite.backends import BACKENDS
             from perfsuite.kernels import cpu_features
+            from perfsuite.prepare.backends import BACKENDS
 
             unavailable = {n: b.unavailable() for n, b in BACKENDS.items()}
             self._points = expand(
@@ -57,7 +57,7 @@ class PerfSession:
 
     @staticmethod
     def _model_mb(name: str) -> float:
-        from perfsuite import models
+        from perfsuite.prepare import models
 
         return models.get(name).weight_bytes / 2**20
 
@@ -84,7 +84,7 @@ class PerfSession:
             return None
         key = (point.model, point.framework, point.precision)
         if key not in self.gates:
-            from perfsuite import accuracy, models, quantize
+            from perfsuite.prepare import accuracy, models, quantize
 
             model = models.get(point.model)
             variant = quantize.prepare(model, point.precision, point.framework)
@@ -94,8 +94,8 @@ class PerfSession:
     def run(self, point: Point, *, keep: bool = True) -> dict:
         """Measure one point (in a bound worker when it asks for a NUMA node). keep=False
         (confirmation re-measures) writes the record but leaves it out of this run's results."""
-        from perfsuite.isolation import WorkerError, run_isolated
-        from perfsuite.runner import run_point
+        from perfsuite.execute.isolation import WorkerError, run_isolated
+        from perfsuite.execute.runner import run_point
 
         record = {
             "schema": RESULT_SCHEMA,

@@ -1,5 +1,5 @@
 """The regression gate: comparability first (hardware class, must-match fingerprint fields),
-then the per-point statistics of ``perfsuite.compare``. Works on a live session's records or
+then the per-point statistics of ``perfsuite.gate.statistics``. Works on a live session's records or
 offline on files (``perfsuite compare BASELINE CURRENT``)."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsuite import baseline as store
-from perfsuite.compare import (
+from perfsuite.gate.statistics import (
     Comparison,
     GateConfig,
     PointVerdict,
@@ -19,6 +18,7 @@ from perfsuite.compare import (
     compare_samples,
 )
 from perfsuite.records import RecordError, dump, load_result
+from perfsuite.store import baseline as store
 
 
 @dataclass

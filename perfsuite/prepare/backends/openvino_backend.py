@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsuite.backends.base import Backend, BackendError, RunConfig, Session, ThroughputRun
+from perfsuite.prepare.backends.base import Backend, BackendError, RunConfig, Session, ThroughputRun
 
 REPORTED = (
     "PERFORMANCE_HINT",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import tomllib
 
-from perfsuite.compare import GateConfig
+from perfsuite.gate.statistics import GateConfig
 
 
 class GateConfigError(ValueError):

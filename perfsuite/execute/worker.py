@@ -1,4 +1,4 @@
-"""``python -m perfsuite.worker``: the process a numactl-bound benchmark runs in.
+"""``python -m perfsuite.execute.worker``: the process a numactl-bound benchmark runs in.
 
 The article's recipe, ``numactl --cpunodebind=N --membind=N python infer.py`` with the data
 on stdin: the job (a pickled function, args, kwargs) arrives on stdin, the worker records the
@@ -15,7 +15,7 @@ import traceback
 def main() -> int:
     import os
 
-    from perfsuite import numa
+    from perfsuite.host import numa
 
     # Keep stdout for the result alone: anything the job prints goes to stderr.
     result_fd = os.dup(1)

@@ -1,5 +1,5 @@
 """The model zoo: every model is built in code with deterministic weights (no downloads) and
-cached (see perfsuite.cache). ``get(name)`` returns a ``ModelInfo`` with the cached path."""
+cached (see perfsuite.prepare.cache). ``get(name)`` returns a ``ModelInfo`` with the cached path."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from perfsuite import cache
+from perfsuite.prepare import cache
 
 if TYPE_CHECKING:  # onnx is imported only when a model is built: the registry stays light
     import onnx
 
-    from perfsuite.models.graph import GraphBuilder, Tensor
+    from perfsuite.prepare.models.graph import GraphBuilder, Tensor
 
 # Bump when a builder's output changes: it is part of every cache key.
 BUILDER_VERSION = "2"
@@ -73,7 +73,7 @@ def build_resnet(
     seed: int = 50,
     branch_gain: float = 0.1,
 ) -> onnx.ModelProto:
-    from perfsuite.models.graph import GraphBuilder
+    from perfsuite.prepare.models.graph import GraphBuilder
 
     calib = np.random.default_rng(seed + 1).standard_normal((calib_batch, 3, image, image))
     g = GraphBuilder("resnet", seed, calib)
@@ -87,7 +87,7 @@ def build_resnet(
 
 
 def build_small_cnn(image: int = 32, classes: int = 10, seed: int = 7) -> onnx.ModelProto:
-    from perfsuite.models.graph import GraphBuilder
+    from perfsuite.prepare.models.graph import GraphBuilder
 
     calib = np.random.default_rng(seed + 1).standard_normal((8, 3, image, image))
     g = GraphBuilder("small_cnn", seed, calib)
@@ -104,7 +104,7 @@ def mlp_hidden(size_mb: float, layers: int = 4) -> int:
 
 
 def build_mlp(size_mb: float, layers: int = 4, seed: int = 11) -> onnx.ModelProto:
-    from perfsuite.models.graph import GraphBuilder
+    from perfsuite.prepare.models.graph import GraphBuilder
 
     h = mlp_hidden(size_mb, layers)
     calib = np.random.default_rng(seed + 1).standard_normal((16, h))
@@ -169,7 +169,7 @@ def build_transformer(
     layers: int = 4, hidden: int = 512, heads: int = 8, seq: int = 128, seed: int = 13
 ) -> onnx.ModelProto:
     """BERT-style post-LN encoder on float embeddings (batch, seq, hidden)."""
-    from perfsuite.models.graph import GraphBuilder
+    from perfsuite.prepare.models.graph import GraphBuilder
 
     calib = np.random.default_rng(seed + 1).standard_normal((2, seq, hidden))
     g = GraphBuilder("transformer", seed, calib)
@@ -196,7 +196,7 @@ def digits_split(seed: int = 0):
 def build_digits_classifier(hidden: int = 64, seed: int = 0) -> tuple[onnx.ModelProto, dict]:
     from sklearn.neural_network import MLPClassifier
 
-    from perfsuite.models.graph import GraphBuilder
+    from perfsuite.prepare.models.graph import GraphBuilder
 
     x_train, x_test, y_train, y_test = digits_split(seed)
     clf = MLPClassifier(hidden_layer_sizes=(hidden,), max_iter=100, random_state=seed)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsuite.backends.base import Backend, BackendError, RunConfig, Session
+from perfsuite.prepare.backends.base import Backend, BackendError, RunConfig, Session
 
 _OPT_LEVELS = ("disable", "basic", "extended", "all")
 

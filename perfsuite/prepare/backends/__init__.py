@@ -1,7 +1,7 @@
 """Inference frameworks behind one interface (see ``base``)."""
 
-from perfsuite.backends import onnxruntime_backend, openvino_backend  # noqa: F401 (register)
-from perfsuite.backends.base import (
+from perfsuite.prepare.backends import onnxruntime_backend, openvino_backend  # noqa: F401 (register)
+from perfsuite.prepare.backends.base import (
     REGISTRY,
     Backend,
     BackendError,

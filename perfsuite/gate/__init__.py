@@ -1,0 +1,1 @@
+"""The regression gate: statistics, verdicts over result sets, configuration and reports."""

@@ -1,0 +1,1 @@
+"""Server qualification: checks against a SKU reference or without one."""
