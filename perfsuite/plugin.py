@@ -21,6 +21,8 @@ OUTCOME = pytest.StashKey["object"]()
 
 
 def pytest_addoption(parser):
+    from perfsuite.execute.executors import EXECUTORS
+
     g = parser.getgroup("perfsuite", "perfsuite inference sweep")
     g.addoption(
         "--perf-profile",
@@ -88,6 +90,14 @@ def pytest_addoption(parser):
         default=None,
         help="fresh framework sessions per point, measured in turn and pooled; their medians "
         "show run-to-run spread to the gate (default: the profile's)",
+    )
+    g.addoption(
+        "--perf-executor",
+        choices=tuple(EXECUTORS),
+        default="auto",
+        help="how points run: a fresh worker process each (worker), in the pytest process "
+        "(in-process, for debugging; cannot bind), or worker for NUMA-bound points only "
+        "(default: auto)",
     )
     g.addoption(
         "--perf-timeout",
@@ -173,7 +183,10 @@ def pytest_configure(config):
     except PlanError as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
     config.stash[SESSION] = _LazySession(
-        profile, config.getoption("perf_out"), config.getoption("perf_counters")
+        profile,
+        config.getoption("perf_out"),
+        config.getoption("perf_counters"),
+        config.getoption("perf_executor"),
     )
     config.stash[GATE] = _gate_config(config)
 
@@ -195,10 +208,11 @@ def _gate_config(config):
 class _LazySession:
     """Reads the topology and fingerprint only when a sweep test is collected."""
 
-    def __init__(self, profile, out_dir, counters=False):
+    def __init__(self, profile, out_dir, counters=False, executor="auto"):
         self.profile = profile
         self.out_dir = out_dir
         self.counters = counters
+        self.executor = executor
         self._session = None
 
     def get(self):
@@ -213,6 +227,7 @@ class _LazySession:
                 self.out_dir,
                 read_topology("/"),
                 fingerprint("/", frameworks=software_versions()),
+                executor=self.executor,
             )
             session.counters = self.counters
         return self._session

@@ -457,3 +457,20 @@ def test_plugin_gate_and_offline_compare_give_the_same_verdicts(sweep, tmp_path,
     subprocess.run([*cli, "--config", str(empty), "--report", str(tmp_path / "default")])
     default = json.loads((tmp_path / "default" / "gate.json").read_text())
     assert "unchanged" not in {v["verdict"] for v in default["verdicts"]}
+
+
+def test_executor_is_chosen_by_option(sweep, tmp_path):
+    """worker: every point in a fresh process, unbound ones too; in-process refuses to bind
+    (it would bind the whole run) and says so for that point only."""
+    out = tmp_path / "w"
+    args = [*FAST, "--perf-precisions", "fp32"]
+    r = sweep.runpytest(*args, "--perf-executor", "worker", "--perf-out", str(out))
+    assert r.ret == 0, r.stdout.str()
+    recs = [json.loads(p.read_text()) for p in out.glob("*/points/*.json")]
+    assert len(recs) == 2 and {r["isolation"] for r in recs} == {"worker"}
+    out = tmp_path / "i"
+    r = sweep.runpytest(*args, "--perf-executor", "in-process", "--perf-out", str(out))
+    recs = {p.name: json.loads(p.read_text()) for p in out.glob("*/points/*.json")}
+    bound = recs["small_cnn-onnxruntime-fp32-t1-node0-b1.json"]
+    assert bound["status"] == "error" and "cannot bind to NUMA node 0" in bound["error"]
+    assert recs["small_cnn-onnxruntime-fp32-t1-unbound-b1.json"]["isolation"] == "in-process"

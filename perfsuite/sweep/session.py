@@ -27,8 +27,13 @@ RESULT_SCHEMA = records.RESULT
 
 
 class PerfSession:
-    def __init__(self, profile: Profile, out_dir: Path, topo, fingerprint: dict):
+    def __init__(
+        self, profile: Profile, out_dir: Path, topo, fingerprint: dict, executor: str = "auto"
+    ):
+        from perfsuite.execute.executors import get_executor
+
         self.profile = profile
+        self.executor = get_executor(executor, timeout=profile.timeout)
         self.topo = topo
         self.fingerprint = fingerprint
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -92,10 +97,10 @@ class PerfSession:
         return self.gates[key]
 
     def run(self, point: Point, *, keep: bool = True) -> dict:
-        """Measure one point (in a bound worker when it asks for a NUMA node). keep=False
-        (confirmation re-measures) writes the record but leaves it out of this run's results."""
-        from perfsuite.execute.isolation import WorkerError, run_isolated
-        from perfsuite.execute.runner import run_point
+        """Measure one point with the run's executor (``perfsuite.execute.executors``).
+        keep=False (confirmation re-measures) writes the record but leaves it out of this
+        run's results."""
+        from perfsuite.execute.isolation import WorkerError
 
         record = {
             "schema": RESULT_SCHEMA,
@@ -114,18 +119,7 @@ class PerfSession:
         gate = self.gate(point)
         record["accuracy"] = gate.as_dict() if gate else None
         try:
-            if point.numa_node is None:
-                result = run_point(point.as_dict(), self.protocol())
-                record["isolation"] = "in-process"
-            else:
-                res = run_isolated(
-                    run_point, point.as_dict(), self.protocol(), timeout=self.profile.timeout
-                )
-                result = res.value
-                record["isolation"] = (
-                    "worker (teardown hung, killed)" if res.teardown_hung else "worker"
-                )
-            record.update(result)
+            record.update(self.executor.run(point.as_dict(), self.protocol()))
         except WorkerError as exc:
             record.update(
                 status="error",
