@@ -187,6 +187,7 @@ def pytest_configure(config):
         config.getoption("perf_out"),
         config.getoption("perf_counters"),
         config.getoption("perf_executor"),
+        config.getoption("perf_baseline"),
     )
     config.stash[GATE] = _gate_config(config)
 
@@ -208,8 +209,9 @@ def _gate_config(config):
 class _LazySession:
     """Reads the topology and fingerprint only when a sweep test is collected."""
 
-    def __init__(self, profile, out_dir, counters=False, executor="auto"):
+    def __init__(self, profile, out_dir, counters=False, executor="auto", baselines=None):
         self.profile = profile
+        self.baselines = baselines
         self.out_dir = out_dir
         self.counters = counters
         self.executor = executor
@@ -228,6 +230,7 @@ class _LazySession:
                 read_topology("/"),
                 fingerprint("/", frameworks=software_versions()),
                 executor=self.executor,
+                baselines=self.baselines,
             )
             session.counters = self.counters
         return self._session
@@ -315,7 +318,6 @@ def pytest_sessionfinish(session, exitstatus):
     o = session.config.getoption
     opts = FinishOptions(
         gate=session.config.stash[GATE],
-        baseline_root=o("perf_baseline"),
         fail_on=o("perf_fail_on") or ("regression" if o("benchmark_only", False) else "never"),
         save_baseline=o("perf_save_baseline"),
         update_baseline=o("perf_update_baseline"),

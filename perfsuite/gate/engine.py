@@ -4,7 +4,6 @@ offline on files (``perfsuite compare BASELINE CURRENT``)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,8 +16,8 @@ from perfsuite.gate.statistics import (
     compare_fingerprints,
     compare_samples,
 )
-from perfsuite.records import RecordError, dump, load_result
 from perfsuite.store import baseline as store
+from perfsuite.store.files import is_baseline_file, read_run
 
 
 @dataclass
@@ -62,31 +61,10 @@ def from_baseline(data: dict, source: str) -> ResultSet:
 
 def load_results(path: Path) -> ResultSet:
     """A baseline file, a run directory (with points/*.json and summary.json), or a run's
-    summary.json."""
-    path = Path(path)
-    if path.is_file() and path.name != "summary.json":
+    summary.json; validated on the way in."""
+    if is_baseline_file(path):
         return from_baseline(store.load(path), str(path))
-    run_dir = path.parent if path.name == "summary.json" else path
-    summary = run_dir / "summary.json"
-    points = sorted((run_dir / "points").glob("*.json"))
-    if not summary.is_file() or not points:
-        raise store.BaselineError(
-            f"{path} is neither a baseline file nor a perfsuite run "
-            "directory (summary.json + points/*.json)"
-        )
-    try:
-        fp = json.loads(summary.read_text())["fingerprint"]
-        records = [json.loads(p.read_text()) for p in points]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise store.BaselineError(f"run directory {run_dir} is unreadable: {exc}") from None
-    try:  # every reader validates: a NaN sample must not become "unchanged +nan%"
-        records = [
-            dump(load_result(r, f"record {p}")) for r, p in zip(records, points, strict=True)
-        ]
-    except RecordError as exc:
-        raise store.BaselineError(str(exc)) from None
-    if not isinstance(fp, dict) or "fields" not in fp or "classes" not in fp:
-        raise store.BaselineError(f"{summary} has no host fingerprint (fields, classes)")
+    fp, records, run_dir = read_run(path)
     return from_records(records, fp, str(run_dir))
 
 

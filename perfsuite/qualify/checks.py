@@ -325,7 +325,9 @@ def run_inference(
         str(work),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=work)
-    runs = sorted(results.glob("*"))
+    from perfsuite.store.files import open_store
+
+    runs = open_store(results, baselines).runs()
     junit = runs[-1] / "gate-junit.xml" if runs else None
     tail = proc.stdout.strip().splitlines()[-1:] or [""]
     info = {

@@ -23,7 +23,6 @@ class FinishOptions:
     """What the face (the plugin) decided: the gate's configuration and the baseline actions."""
 
     gate: GateConfig
-    baseline_root: Path
     fail_on: str  # regression | unstable | never
     save_baseline: bool = False
     update_baseline: bool = False
@@ -116,15 +115,13 @@ def finish(session, opts: FinishOptions) -> Outcome:
 def _gate(session, opts: FinishOptions, out: Outcome) -> None:
     cfg, fail_on = opts.gate, opts.fail_on
     fp = session.fingerprint
-    path = store.path_for(opts.baseline_root, fp["hardware_class"], session.profile.name)
-    base_data = None
-    if path.exists():
-        try:
-            base_data = store.load(path)
-        except store.BaselineError as exc:
-            out.lines.append(f"baseline unusable: {exc}")
-            out.fail = fail_on != "never"
-            return
+    path = session.store.baseline_path(fp["hardware_class"], session.profile.name)
+    try:
+        base_data = session.store.load_baseline(fp["hardware_class"], session.profile.name)
+    except store.BaselineError as exc:
+        out.lines.append(f"baseline unusable: {exc}")
+        out.fail = fail_on != "never"
+        return
     if base_data is not None:
         base = from_baseline(base_data, str(path))
         cur = from_records(session.records, fp)
@@ -153,8 +150,7 @@ def _gate(session, opts: FinishOptions, out: Outcome) -> None:
 
 def _save(session, opts: FinishOptions, out: Outcome) -> None:
     try:
-        saved, added, updated, waited = store.save(
-            opts.baseline_root,
+        saved, added, updated, waited = session.store.save_baseline(
             session.fingerprint,
             session.profile.name,
             session.records,

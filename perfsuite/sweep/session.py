@@ -14,13 +14,12 @@ sessions), ``samples_s`` (raw, all sessions pooled), ``session_medians_s``, ``pr
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import time
 from pathlib import Path
 
 from perfsuite import records
-from perfsuite.files import atomic_write_text, json_default
+from perfsuite.files import json_default
 from perfsuite.sweep.plan import Point, Profile, article_threads, expand
 
 RESULT_SCHEMA = records.RESULT
@@ -28,16 +27,23 @@ RESULT_SCHEMA = records.RESULT
 
 class PerfSession:
     def __init__(
-        self, profile: Profile, out_dir: Path, topo, fingerprint: dict, executor: str = "auto"
+        self,
+        profile: Profile,
+        out_dir: Path,
+        topo,
+        fingerprint: dict,
+        executor: str = "auto",
+        baselines: Path | None = None,
     ):
         from perfsuite.execute.executors import get_executor
+        from perfsuite.store.files import open_store
 
         self.profile = profile
+        self.store = open_store(out_dir, baselines or Path("baselines"))
+        self.run_handle = self.store.new_run(profile.name)
         self.executor = get_executor(executor, timeout=profile.timeout)
         self.topo = topo
         self.fingerprint = fingerprint
-        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        self.run_dir = Path(out_dir) / f"{stamp}-{profile.name}"
         self.records: list[dict] = []
         self.counters = False  # perf stat around each measurement window (--perf-counters)
         self.gates: dict = {}
@@ -139,10 +145,12 @@ class PerfSession:
             self._write(record, suffix=".remeasure")
         return record
 
+    @property
+    def run_dir(self) -> Path:
+        return self.run_handle.path
+
     def _write(self, record: dict, suffix: str = "") -> None:
-        folder = "remeasured" if suffix else "points"
-        path = self.run_dir / folder / f"{record['id']}{suffix}.json"
-        atomic_write_text(path, json.dumps(record, indent=1, default=json_default))
+        self.run_handle.write_result(record, remeasure=bool(suffix))
 
     def write_summary(self) -> Path | None:
         if not self.records:
@@ -156,6 +164,4 @@ class PerfSession:
                 for r in self.records
             ],
         }
-        path = self.run_dir / "summary.json"
-        atomic_write_text(path, json.dumps(summary, indent=1, default=json_default))
-        return path
+        return self.run_handle.write_summary(summary)
