@@ -285,64 +285,54 @@ def check_settings(fields: dict, ref: dict | None) -> list[Check]:
     return out
 
 
-_SWEEP_TEST = """
-def test_sweep(perf_point, perf_run):
-    perf_run(perf_point)
-"""
-
-
 def run_inference(
-    out_dir: Path, baselines: Path, profile: str = "qualification", timeout: float = 3600
+    out_dir: Path, baselines: Path, profile: str = "qualification", timeout: float | None = None
 ) -> dict:
-    """Run the inference sweep of ``profile`` (pytest + the perfsuite plugin, in a scratch
-    directory) gated against ``baselines``; return what the gate said."""
-    import subprocess
-    import sys
+    """Run the inference sweep of ``profile`` through the sweep's and the gate's Python API
+    (the run's executor, the gate against ``baselines``, the same reports as a pytest run,
+    under ``out_dir/results``); return what the gate said. ``timeout``: seconds per point
+    (default: the profile's)."""
+    from perfsuite.gate.statistics import GateConfig
+    from perfsuite.host.fingerprint import fingerprint
+    from perfsuite.host.topology import read_topology
+    from perfsuite.prepare.backends import software_versions
+    from perfsuite.sweep.finish import FinishOptions, finish
+    from perfsuite.sweep.plan import load_profiles, select_profile
+    from perfsuite.sweep.session import PerfSession
 
-    out_dir = Path(out_dir).resolve()
-    work = out_dir / "sweep"
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "test_qualification_sweep.py").write_text(_SWEEP_TEST)
-    results = work / "results"
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        str(work),
-        "--benchmark-only",
-        "--perf-profile",
-        profile,
-        "--perf-fail-on",
-        "regression",
-        "--perf-baseline",
-        str(Path(baselines).resolve()),
-        "--perf-out",
-        str(results),
-        "--rootdir",
-        str(work),
+    prof = select_profile(load_profiles(), profile, {"timeout": timeout})  # None: profile's
+    session = PerfSession(
+        prof,
+        Path(out_dir).resolve() / "results",
+        read_topology("/"),
+        fingerprint("/", frameworks=software_versions()),
+        baselines=Path(baselines).resolve(),
+    )
+    runnable = [p for p in session.points() if not p.skip]
+    for point in runnable:
+        session.run(point)
+    if not session.records:
+        return {"returncode": 2, "summary": "no runnable point", "run_dir": None, "gate": None}
+    outcome = finish(session, FinishOptions(gate=GateConfig(), fail_on="regression"))
+    errors = [r["id"] for r in session.records if r["status"] != "ok"]
+    inaccurate = [
+        r["id"] for r in session.records if r.get("accuracy") and not r["accuracy"]["passed"]
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=work)
-    from perfsuite.store.files import open_store
-
-    runs = open_store(results, baselines).runs()
-    junit = runs[-1] / "gate-junit.xml" if runs else None
-    tail = proc.stdout.strip().splitlines()[-1:] or [""]
+    failed = outcome.fail or bool(errors) or bool(inaccurate)
+    summary = f"{len(session.records)} point(s) measured"
+    if errors or inaccurate:
+        summary += f"; errors: {', '.join(errors) or '-'}; accuracy failed: "
+        summary += ", ".join(inaccurate) or "-"
     info = {
-        "returncode": proc.returncode,
-        "summary": tail[0],
-        "run_dir": str(runs[-1]) if runs else None,
+        "returncode": 1 if failed else 0,
+        "summary": summary,
+        "run_dir": str(session.run_dir),
         "gate": None,
     }
-    if junit is not None and junit.exists():
-        from xml.etree import ElementTree as ET
-
-        suite = ET.parse(junit).getroot()
+    if outcome.comparison is not None:
         info["gate"] = {
-            "points": int(suite.get("tests", 0)),
-            "failures": int(suite.get("failures", 0)),
+            "points": len(outcome.comparison.verdicts),
+            "failures": len(outcome.comparison.failing("regression")),
         }
     return info
 
