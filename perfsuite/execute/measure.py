@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfsuite.dispersion import cv
+
 P99_MIN_SAMPLES = 100  # below this, p99 is the max of a handful of calls: flagged
 
 
@@ -85,7 +87,7 @@ def summarize(samples, items_per_call: int = 1, window_s: float | None = None) -
         "latency_stdev_ms": stdev * 1e3,
         "latency_min_ms": float(a.min()) * 1e3,
         "latency_max_ms": float(a.max()) * 1e3,
-        "cv": stdev / mean if mean > 0 else 0.0,
+        "cv": cv(a),
         "iqr_ms": (q3 - q1) * 1e3,
         "p99_reliable": bool(a.size >= P99_MIN_SAMPLES),
     }

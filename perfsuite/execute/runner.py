@@ -13,6 +13,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
+from perfsuite.dispersion import cv
 from perfsuite.execute.measure import Protocol, measure_latency, summarize, warm_up
 
 
@@ -164,7 +165,7 @@ def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: flo
         stats = summarize(samples, items_per_call=point["batch"], window_s=window)
     if p.sessions > 1:
         m = np.asarray(medians)
-        stats["between_session_cv"] = float(m.std(ddof=1) / m.mean())
+        stats["between_session_cv"] = cv(m)
     variant_bytes = sum(
         f.stat().st_size for f in [variant.path, variant.path.with_suffix(".bin")] if f.exists()
     )

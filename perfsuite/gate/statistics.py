@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats
 
+from perfsuite.dispersion import cv, robust_cv
+
 VERDICTS = (
     "improved",
     "unchanged",
@@ -135,16 +137,6 @@ class Comparison:
         return bad
 
 
-def _spread(a: np.ndarray) -> float:
-    """Robust CV: 1.4826 * MAD / median (equals the CV for normal data). The plain CV lets one
-    9 ms scheduler stall among 2,600 calls of 0.1 ms read as 340%, while the rank test and
-    the median ratio that judge the point are unmoved by it."""
-    if a.size < 2:
-        return 0.0
-    med = float(np.median(a))
-    return float(stats.median_abs_deviation(a, scale="normal") / med) if med > 0 else 0.0
-
-
 def _ratio_ci(base: np.ndarray, cur: np.ndarray, cfg: GateConfig) -> tuple[float, float]:
     def ratio(b, c, axis=-1):
         return np.median(c, axis=axis) / np.median(b, axis=axis)
@@ -242,11 +234,11 @@ def compare_samples(
         cur_med = float(np.median(c))
         outside_hi = outside_lo = True
         if runs.size >= 2:
-            between = float(runs.std(ddof=1) / runs.mean())
+            between = cv(runs)
             t = max(t, 3 * between)
             outside_hi, outside_lo = cur_med > runs.max(), cur_med < runs.min()
             v.reason = f"{runs.size} baseline runs, between-run CV {between:.1%}"
-        cv_b, cv_c = _spread(b), _spread(c_raw)
+        cv_b, cv_c = robust_cv(b), robust_cv(c_raw)
         if max(cv_b, cv_c) > cfg.cv_limit:
             v.verdict = "unstable"
             v.reason = (

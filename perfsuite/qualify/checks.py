@@ -249,8 +249,10 @@ def _check_compute_unreferenced(
 
 
 def check_stability(repeats: list[float], ref: dict | None) -> list[Check]:
+    from perfsuite.dispersion import cv as coefficient_of_variation
+
     a = np.asarray(repeats, float)
-    cv = float(a.std(ddof=1) / a.mean()) if a.size > 1 else 0.0
+    cv = coefficient_of_variation(a)
     limit = (ref or {}).get("stability_max_cv", STABILITY_MAX_CV)
     return [
         Check(
