@@ -156,6 +156,9 @@ def _matmul_shapes(a: np.ndarray, b: np.ndarray) -> tuple[int, int, int]:
 # -- cache blocking -------------------------------------------------------------------------
 
 
+MAX_BLOCK = 1 << 16  # far above any cache-sized block; keeps packing buffers allocatable
+
+
 @dataclass(frozen=True)
 class Blocking:
     """Block sizes, each named after the cache level it targets."""
@@ -163,6 +166,15 @@ class Blocking:
     kc_l1: int  # k depth: an NR-wide B micro-panel of kc values fills L1d
     mc_l2: int  # A block mc x kc fills a quarter of L2 (C tiles and B panels pass through)
     nc_l3: int  # B block kc x nc stays well inside L3
+
+    def __post_init__(self):
+        # A zero or negative block size made the driver loop forever (step 0) or misindex.
+        for name in ("kc_l1", "mc_l2", "nc_l3"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"Blocking.{name} must be an int, got {type(v).__name__}")
+            if not 1 <= v <= MAX_BLOCK:
+                raise ValueError(f"Blocking.{name} = {v}: must be between 1 and {MAX_BLOCK}")
 
 
 _ELEM_BYTES = {"f32": 4, "u8s8": 1, "bf16": 2}

@@ -92,6 +92,29 @@ def test_gemm_small_blocks_exercise_every_loop():
         assert np.array_equal(kernels.gemm_u8s8_s32(au, bs, exact=True, isa=isa, block=blk8), ref)
 
 
+@pytest.mark.parametrize(
+    "sizes, error",
+    [((0, 64, 64), ValueError), ((64, -5, 64), ValueError), ((64, 64, 0), ValueError),
+     ((64, 64, 1 << 20), ValueError), ((64.0, 64, 64), TypeError), ((True, 64, 64), TypeError)],
+)  # fmt: skip
+def test_bad_block_sizes_are_refused_not_looped_on(sizes, error):
+    """Blocking(0, 64, 64) made every GEMM loop forever (a block step of 0)."""
+    with pytest.raises(error, match="Blocking"):
+        kernels.Blocking(*sizes)
+
+
+def test_one_element_blocks_still_compute():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((13, 9), dtype=np.float32)
+    b = rng.standard_normal((9, 35), dtype=np.float32)
+    for isa in RUNNABLE:
+        c = kernels.gemm_f32(a, b, isa=isa, block=kernels.Blocking(1, 1, 1))
+        assert np.all(np.abs(c - a.astype(np.float64) @ b) <= f32_bound(a, b))
+        au, bs = (a > 0).astype(np.uint8) * 200, (b > 0).astype(np.int8) * -100
+        got = kernels.gemm_u8s8_s32(au, bs, exact=True, isa=isa, block=kernels.Blocking(1, 1, 1))
+        assert np.array_equal(got, au.astype(np.int32) @ bs.astype(np.int32))
+
+
 @st.composite
 def int8_case(draw, a_max=255, b_lo=-128, b_hi=127):
     m, k, n = draw(DIMS), draw(DIMS), draw(DIMS)
