@@ -1,4 +1,9 @@
-"""The ``perfsuite`` command: ``perfsuite info [--json] [--root DIR]``."""
+"""The ``perfsuite`` command: ``perfsuite info | compare | qualify``.
+
+Exit codes, the same for every subcommand: 0 pass; 1 a regression (compare) or a FAIL
+(qualify); 2 a usage or input error (bad option, unreadable or invalid file, output location
+that cannot take files), one line on stderr; 3 an internal error (a bug: one line, and the
+traceback with PERFSUITE_DEBUG=1)."""
 
 from __future__ import annotations
 
@@ -60,6 +65,16 @@ def print_info(fp: dict) -> None:
 def cmd_info(args) -> int:
     from perfsuite.prepare.backends import software_versions
 
+    root = Path(args.root)
+    if not root.is_dir():
+        print(f"perfsuite info: --root {root} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    if not (root / "proc" / "cpuinfo").is_file() and not (root / "sys" / "devices").is_dir():
+        print(
+            f"perfsuite info: --root {root} holds no host tree (proc/cpuinfo or sys/devices)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     fp = fingerprint(args.root, frameworks=software_versions())
     if args.json:
         json.dump(fp, sys.stdout, indent=2)
@@ -71,6 +86,7 @@ def cmd_info(args) -> int:
 
 def cmd_compare(args) -> int:
     """Gate offline: BASELINE and CURRENT are baseline files or run directories."""
+    from perfsuite.files import NotWritable, check_writable_dir
     from perfsuite.gate.config import GateConfigError, load_gate_config
     from perfsuite.gate.engine import evaluate, load_results
     from perfsuite.gate.report import terminal, write_all
@@ -80,11 +96,13 @@ def cmd_compare(args) -> int:
     if config is None and Path("pyproject.toml").is_file():
         config = Path("pyproject.toml")
     try:
+        if args.report:
+            check_writable_dir(args.report, "--report")
         cfg = load_gate_config(config, args.threshold, args.alpha)
         base, cur = load_results(args.baseline), load_results(args.current)
-    except (BaselineError, GateConfigError) as exc:
+    except (BaselineError, GateConfigError, NotWritable) as exc:
         print(f"perfsuite compare: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     comparison = evaluate(base, cur, cfg)
     terminal(print, comparison, base.source, cur.source)
     if args.report:
@@ -131,6 +149,17 @@ def cmd_qualify(args) -> int:
     if args.repeats < 1:
         print(f"perfsuite qualify: --repeats must be >= 1, got {args.repeats}", file=sys.stderr)
         return 2
+    from perfsuite.files import NotWritable, check_writable_dir
+
+    try:  # before minutes of measuring, not after
+        check_writable_dir(args.out, "--out")
+        if args.save_reference:
+            check_writable_dir(Path(args.save_reference).parent, "--save-reference's folder")
+            if Path(args.save_reference).is_dir():
+                raise NotWritable(f"--save-reference {args.save_reference} is a directory")
+    except NotWritable as exc:
+        print(f"perfsuite qualify: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         ref = (
             None
@@ -276,9 +305,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    import os
+
+    args = build_parser().parse_args(argv)  # usage errors: argparse exits 2
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("perfsuite: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: one line, not a traceback, and a code of its own
+        if os.environ.get("PERFSUITE_DEBUG"):
+            raise
+        name = getattr(args, "func", None).__name__.removeprefix("cmd_")
+        print(
+            f"perfsuite {name}: internal error: {exc.__class__.__name__}: {exc} "
+            "(PERFSUITE_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -43,3 +43,29 @@ def json_default(o):
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
+
+
+class NotWritable(OSError):
+    """An output location that cannot take files; the message is one line naming it."""
+
+
+def check_writable_dir(path: Path | str, what: str) -> None:
+    """Fail before any work when ``path`` cannot become a writable directory: it is a file,
+    or it (or the nearest existing ancestor it would be created under) is not writable.
+    Leaves nothing behind."""
+    path = Path(path)
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        where = "is a file" if probe == path else f"cannot be created: {probe} is a file"
+        raise NotWritable(f"{what} {path} {where}, not a directory")
+    try:  # a real probe: access() says yes to root even on a read-only file system
+        fd, tmp = tempfile.mkstemp(dir=probe, prefix=".perfsuite-probe-")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        where = "is not writable" if probe == path else f"cannot be created under {probe}"
+        raise NotWritable(f"{what} {path} {where} ({exc.strerror})") from None

@@ -182,6 +182,7 @@ def pytest_configure(config):
         profile = select_profile(profiles, name, _overrides(config))
     except PlanError as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
+    _check_outputs(config)
     config.stash[SESSION] = _LazySession(
         profile,
         config.getoption("perf_out"),
@@ -190,6 +191,26 @@ def pytest_configure(config):
         config.getoption("perf_baseline"),
     )
     config.stash[GATE] = _gate_config(config)
+
+
+def _check_outputs(config) -> None:
+    """Output locations are checked before anything is measured, not after (a read-only
+    --perf-out used to fail with a traceback once every point had run)."""
+    import os
+
+    from perfsuite.files import NotWritable, check_writable_dir
+    from perfsuite.prepare.cache import ENV
+
+    checks = [(config.getoption("perf_out"), "--perf-out")]
+    if config.getoption("perf_save_baseline"):
+        checks.append((config.getoption("perf_baseline"), "--perf-baseline"))
+    if os.environ.get(ENV):
+        checks.append((os.environ[ENV], ENV))
+    try:
+        for path, what in checks:
+            check_writable_dir(path, what)
+    except NotWritable as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None
 
 
 def _gate_config(config):
@@ -328,9 +349,15 @@ def pytest_sessionfinish(session, exitstatus):
     except Exception as exc:  # a broken gate must say so, not take the report down
         from perfsuite.sweep.finish import Outcome
 
-        outcome = Outcome(lines=[f"gate error: {exc.__class__.__name__}: {exc}"], fail=True)
+        outcome = Outcome(
+            lines=[f"perfsuite internal error: {exc.__class__.__name__}: {exc}"],
+            fail=True,
+            internal_error=True,
+        )
     session.config.stash[OUTCOME] = outcome
-    if outcome.fail and session.exitstatus == 0:
+    if outcome.internal_error:
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+    elif outcome.fail and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -474,3 +474,36 @@ def test_executor_is_chosen_by_option(sweep, tmp_path):
     bound = recs["small_cnn-onnxruntime-fp32-t1-node0-b1.json"]
     assert bound["status"] == "error" and "cannot bind to NUMA node 0" in bound["error"]
     assert recs["small_cnn-onnxruntime-fp32-t1-unbound-b1.json"]["isolation"] == "in-process"
+
+
+def test_output_locations_are_checked_before_measuring(sweep, tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = sweep.runpytest(*FAST, "--perf-out", str(blocker))
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"perfsuite: --perf-out {blocker} is a file, not a directory" in r.stderr.str()
+    assert "passed" not in r.stdout.str()
+    monkeypatch.setenv("PERFSUITE_CACHE", str(blocker / "cache"))
+    r = sweep.runpytest(*FAST)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR and "PERFSUITE_CACHE" in r.stderr.str()
+
+
+def test_a_broken_gate_is_an_internal_error_not_a_verdict(sweep, tmp_path, monkeypatch):
+    args = [*FAST, "--perf-numa-nodes", "none", "--perf-precisions", "fp32"]
+    args += ["--perf-baseline", str(tmp_path / "b")]
+    assert sweep.runpytest(*args, "--perf-save-baseline").ret == 0
+    import importlib
+
+    # pytester's in-process runs drop modules first imported inside them: import it here,
+    # through sys.modules, so the next run uses this (patched) module object.
+    finish = importlib.import_module("perfsuite.sweep.finish")
+
+    def broken(*a, **k):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(finish, "evaluate", broken)
+    r = sweep.runpytest(*args)
+    assert r.ret == pytest.ExitCode.INTERNAL_ERROR
+    out = r.stdout.str()
+    assert "gate internal error: RuntimeError: simulated bug" in out
+    assert "perfsuite sweep: profile smoke" in out  # the sweep's report still printed

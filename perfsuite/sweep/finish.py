@@ -36,6 +36,7 @@ class Outcome:
     comparison: Comparison | None = None
     report_lines: list[str] = field(default_factory=list)  # the sweep's section
     report: Path | None = None  # report.html
+    internal_error: bool = False  # a bug, not a verdict: pytest exits 3 (INTERNAL_ERROR)
 
 
 def _confirm(session, comparison: Comparison, base, cfg) -> None:
@@ -90,8 +91,8 @@ def finish(session, opts: FinishOptions) -> Outcome:
     try:
         _gate(session, opts, out)
     except Exception as exc:  # a broken gate must say so, not take the sweep's report down
-        out.lines.append(f"gate error: {exc.__class__.__name__}: {exc}")
-        out.fail = True
+        out.lines.append(f"gate internal error: {exc.__class__.__name__}: {exc}")
+        out.fail = out.internal_error = True
     slow = run_report.slow_int8(session.records, session.fingerprint)
     out.report_lines = run_report.report_lines(
         session.records, session.fingerprint, session.formula_threads, slow

@@ -1,0 +1,71 @@
+"""Every face exits with a documented code: 0 pass, 1 regression/FAIL, 2 usage or input
+error, 3 internal error (the CLI); pytest's own codes for the plugin (1 gate failed, 3
+internal error, 4 usage error). Bad input gets one line, never a traceback; output locations
+are checked before any measuring."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from perfsuite import cli
+
+CLI = [sys.executable, "-m", "perfsuite.cli"]
+
+
+def run(*args, **kw):
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, **kw)
+
+
+def one_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+def test_info_codes(tmp_path, host_tree):
+    assert run("info", "--root", str(host_tree("kvm-zen3-2vcpu"))).returncode == 0
+    r = run("info", "--root", str(tmp_path / "missing"))
+    assert r.returncode == 2 and "is not a directory" in one_line(r.stderr)
+    r = run("info", "--root", str(tmp_path))
+    assert r.returncode == 2 and "holds no host tree" in one_line(r.stderr)
+    r = run("info", "--bogus")
+    assert r.returncode == 2  # argparse
+
+
+def test_compare_checks_its_report_location_first(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    base = "baselines/amd-zen3-2c-1n/default.json"
+    r = run("compare", base, base, "--report", str(blocker / "rep"))
+    assert r.returncode == 2
+    assert "--report" in one_line(r.stderr) and "is a file, not a directory" in r.stderr
+    assert run("compare", base, base).returncode == 0
+
+
+def test_qualify_checks_its_outputs_before_measuring(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    t0 = time.monotonic()
+    r = run("qualify", "--quick", "--out", str(blocker))
+    assert r.returncode == 2 and "--out" in one_line(r.stderr)
+    assert time.monotonic() - t0 < 30 and "PASS" not in r.stdout  # nothing was measured
+    r = run("qualify", "--save-reference", str(tmp_path))
+    assert r.returncode == 2 and "is a directory" in one_line(r.stderr)
+
+
+def test_an_internal_error_is_one_line_and_code_3(monkeypatch, capsys):
+    from perfsuite.gate import engine
+
+    def broken(*a, **k):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(engine, "evaluate", broken)
+    base = "baselines/amd-zen3-2c-1n/default.json"
+    assert cli.main(["compare", base, base]) == cli.EXIT_INTERNAL
+    err = capsys.readouterr().err
+    assert "internal error: RuntimeError: simulated bug" in one_line(err)
+    monkeypatch.setenv("PERFSUITE_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="simulated bug"):
+        cli.main(["compare", base, base])
