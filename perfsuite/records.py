@@ -16,6 +16,7 @@ Format history (``upgrade`` turns any older file into the current one):
 - ``perfsuite.baseline/1`` (2026-11): per-id entries of thinned samples, stats and run medians.
 - ``perfsuite.baseline/2`` (2026-12-03): as /1 with /2 points and finite samples and runs.
 - ``perfsuite.run/1``: a run directory's summary.json (profile, fingerprint, point statuses).
+- ``perfsuite.reference/1``: a SKU reference for ``perfsuite qualify``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 RESULT = "perfsuite.result/2"
 BASELINE = "perfsuite.baseline/2"
 RUN = "perfsuite.run/1"
+REFERENCE = "perfsuite.reference/1"
 
 
 class RecordError(ValueError):
@@ -153,6 +155,41 @@ class Baseline(_Record):
         return self
 
 
+Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+
+
+class Expected(_Record):
+    expected: Positive
+    warn_below: Fraction
+    fail_below: Fraction
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if self.fail_below > self.warn_below:
+            raise ValueError("fail_below must not exceed warn_below")
+        return self
+
+
+class Reference(BaseModel):
+    """A SKU reference for ``perfsuite qualify`` (shipped in perfsuite/references/ or given
+    with --reference); every threshold finite and in range, or the check would never fail."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    schema_: Literal["perfsuite.reference/1"] = Field(REFERENCE, alias="schema")
+    sku: str
+    hardware_class: str
+    source: str
+    saved: dict | None = None
+    topology: dict[str, Any] = {}
+    memory_total_gib_min: Positive | None = None
+    bandwidth_gbs_per_node: Expected | None = None
+    node_symmetry_max_spread: Fraction | None = None
+    fma_gflops_per_core: Expected | None = None
+    gemm_efficiency_min: Fraction | None = None
+    stability_max_cv: Fraction | None = None
+    settings: dict[str, Any] = {}
+
+
 # -- upgrades: each takes a dict of one version and returns the next (asv's update_to_N) -----
 
 
@@ -184,7 +221,7 @@ UPGRADES = {
     "perfsuite.result/1": _result_1_to_2,
     "perfsuite.baseline/1": _baseline_1_to_2,
 }
-CURRENT = {"result": RESULT, "baseline": BASELINE}
+CURRENT = {"result": RESULT, "baseline": BASELINE, "reference": REFERENCE}
 
 
 def upgrade(data: dict) -> dict:
@@ -228,6 +265,10 @@ def load_baseline(data: Any, source: str = "baseline") -> Baseline:
     return _load(Baseline, "baseline", data, source)
 
 
+def load_reference(data: Any, source: str = "reference") -> Reference:
+    return _load(Reference, "reference", data, source)
+
+
 def check_result(record: dict, source: str = "record") -> dict:
     """Validate a record about to be written; returns it unchanged (as a plain dict)."""
     load_result(record, source)
@@ -238,7 +279,7 @@ def dump(record: BaseModel) -> dict:
     return record.model_dump(mode="json", by_alias=True, exclude_none=False)
 
 
-SCHEMAS = {"result": Result, "baseline": Baseline}
+SCHEMAS = {"result": Result, "baseline": Baseline, "reference": Reference}
 
 
 def json_schema(kind: str) -> dict:

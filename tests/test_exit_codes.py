@@ -6,12 +6,15 @@ are checked before any measuring."""
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from perfsuite import cli
 
 CLI = [sys.executable, "-m", "perfsuite.cli"]
+REPO = Path(__file__).resolve().parents[1]
+BASE = str(REPO / "baselines/amd-zen3-2c-1n/default.json")
 
 
 def run(*args, **kw):
@@ -37,7 +40,7 @@ def test_info_codes(tmp_path, host_tree):
 def test_compare_checks_its_report_location_first(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    base = "baselines/amd-zen3-2c-1n/default.json"
+    base = BASE
     r = run("compare", base, base, "--report", str(blocker / "rep"))
     assert r.returncode == 2
     assert "--report" in one_line(r.stderr) and "is a file, not a directory" in r.stderr
@@ -62,10 +65,32 @@ def test_an_internal_error_is_one_line_and_code_3(monkeypatch, capsys):
         raise RuntimeError("simulated bug")
 
     monkeypatch.setattr(engine, "evaluate", broken)
-    base = "baselines/amd-zen3-2c-1n/default.json"
+    base = BASE
     assert cli.main(["compare", base, base]) == cli.EXIT_INTERNAL
     err = capsys.readouterr().err
     assert "internal error: RuntimeError: simulated bug" in one_line(err)
     monkeypatch.setenv("PERFSUITE_DEBUG", "1")
     with pytest.raises(RuntimeError, match="simulated bug"):
         cli.main(["compare", base, base])
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"fma_gflops_per_core": {"expected": "nan", "warn_below": 0.8, "fail_below": 0.5}},
+         "fma_gflops_per_core.expected: Input should be a finite number"),
+        ({"gemm_efficiency_min": 2}, "gemm_efficiency_min: Input should be less than or equal"),
+        ({"bandwidth_gbs_per_node": {"expected": 30, "warn_below": 0.5, "fail_below": 0.8}},
+         "fail_below must not exceed warn_below"),
+        ({"topolgy": {}}, "topolgy: Extra inputs are not permitted"),
+    ],
+)  # fmt: skip
+def test_a_bad_reference_is_an_input_error(tmp_path, change, message):
+    import json
+
+    ref = json.loads((REPO / "perfsuite/references/amd-zen4-2c-1n.json").read_text())
+    ref.update(change)
+    path = tmp_path / "ref.json"
+    path.write_text(json.dumps(ref).replace('"nan"', "NaN"))
+    r = run("qualify", "--quick", "--reference", str(path), "--out", str(tmp_path / "q"))
+    assert r.returncode == 2 and message in one_line(r.stderr)

@@ -62,20 +62,23 @@ def shipped_references() -> dict[str, Path]:
 def load_reference(path: Path | None, hardware_class: str) -> dict | None:
     """The reference at ``path``, else the shipped one for this hardware class, else None:
     a class with no reference is still qualified on what needs none (``evaluate``)."""
+    from perfsuite import records
+
     if path is None:
         for p in shipped_references().values():
             ref = json.loads(p.read_text())
             if ref.get("hardware_class") == hardware_class:
+                records.load_reference(ref, f"shipped reference {p.name}")  # a bug if not
                 return ref
         return None
     try:
         ref = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise QualifyError(f"reference {path} is unreadable: {exc}") from None
-    if ref.get("schema") != REFERENCE_SCHEMA:
-        raise QualifyError(
-            f"reference {path}: schema {ref.get('schema')!r}, expected {REFERENCE_SCHEMA!r}"
-        )
+    try:
+        records.load_reference(ref, f"reference {path}")
+    except records.RecordError as exc:
+        raise QualifyError(str(exc)) from None
     return ref
 
 
