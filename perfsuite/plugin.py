@@ -274,10 +274,22 @@ def pytest_generate_tests(metafunc):
 
 def pytest_collection_finish(session):
     config = session.config
-    if not config.getoption("perf_plan"):
-        return
     lazy = config.stash[SESSION]
     tr = config.pluginmanager.get_plugin("terminalreporter")
+    if not config.getoption("perf_plan"):
+        if lazy.started and tr is not None:  # sweep points were collected: pre-flight
+            from perfsuite.execute.interference import busiest_processes
+
+            busy = busiest_processes()
+            if busy:
+                tr.write_line(
+                    "perfsuite pre-flight: other processes are busy: "
+                    + "; ".join(busy)
+                    + " (their CPU use is accounted per point; disturbed windows are measured "
+                    "again, then flagged)",
+                    yellow=True,
+                )
+        return
     points = lazy.get().points()
     tr.section(f"perfsuite plan: profile {lazy.profile.name}, {len(points)} point(s)")
     for p in points:

@@ -103,6 +103,7 @@ class Result(_Record):
     stats: Stats | None = None
     accuracy: dict | None = None
     settings: dict = {}
+    interference: dict | None = None  # perfsuite.execute.interference, per session window
 
     @model_validator(mode="after")
     def _consistent(self):

@@ -18,9 +18,9 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from perfsuite.execute.isolation import WorkerCrashed, WorkerError, WorkerTimeout, run_isolated
+from perfsuite.host import numa
 from perfsuite.host.numa import BindingError
 from perfsuite.host.placement import Placement
-from perfsuite.host.topology import parse_cpulist
 
 MECHANISMS = ("auto", "numactl", "syscall")
 
@@ -30,23 +30,6 @@ def _bind_then_call(cpus, mem_nodes, fn, args, kwargs):
 
     binding = numa.bind(list(cpus), list(mem_nodes) if mem_nodes is not None else None)
     return {"result": fn(*args, **kwargs), "binding": binding.as_dict()}
-
-
-def _verify(placement: Placement, binding: dict, mechanism: str) -> None:
-    got_cpus = parse_cpulist(binding["cpus_allowed"])
-    if got_cpus != sorted(placement.cpus):
-        raise BindingError(
-            f"{mechanism}: asked for CPUs {list(placement.cpus)}, worker runs on "
-            f"{binding['cpus_allowed']}"
-        )
-    if placement.mem_nodes is not None:
-        nodes = parse_cpulist(binding["mempolicy_nodes"] or "")
-        if binding["mempolicy"] != "bind" or nodes != sorted(placement.mem_nodes):
-            raise BindingError(
-                f"{mechanism}: asked for memory on node(s) "
-                f"{list(placement.mem_nodes)}, worker has policy "
-                f"{binding['mempolicy']} {binding['mempolicy_nodes']}"
-            )
 
 
 def _numactl(placement, fn, args, kwargs, timeout):
@@ -96,7 +79,7 @@ def run_bound(
         out = run_isolated(
             _bind_then_call, placement.cpus, placement.mem_nodes, fn, args, kwargs, timeout=timeout
         ).value
-    _verify(placement, out["binding"], use)
+    numa.verify(out["binding"], placement.cpus, placement.mem_nodes, use)
     out["mechanism"] = use
     out["placement"] = placement.label
     return out

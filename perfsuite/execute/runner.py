@@ -31,12 +31,13 @@ def _counted(p: Protocol):
 def place(numa_node: int | None) -> tuple[dict, tuple[int, ...] | None]:
     """Bind to the node's CPUs and memory (verified), or record the unbound state."""
     from perfsuite.host import numa
+    from perfsuite.host import placement as pl
     from perfsuite.host.topology import read_topology
 
     if numa_node is None:
         return numa.current_binding("none").as_dict(), None
-    cpus = numa.node_cpus(read_topology("/"), numa_node)
-    return numa.bind(cpus, [numa_node]).as_dict(), tuple(cpus)
+    p = pl.node(read_topology("/"), numa_node)
+    return numa.bind(list(p.cpus), list(p.mem_nodes)).as_dict(), p.cpus
 
 
 # Fault injection, for testing isolation and the gate: crash | hang | raise (worker points
@@ -102,24 +103,41 @@ def measure_in_place(point: dict, protocol: dict) -> dict:
     )
 
 
+# A window that other processes disturbed is measured again, at most this many times.
+CONTAMINATED_RETRIES = 2
+
+
 def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, count: bool):
     """Open one framework session, warm it up, measure its window (perf stat, when asked and
-    ``count``, on the window only). Returns (samples, info, settings, counters, prepare_s)."""
+    ``count``, on the window only), with interference accounting: a contaminated window is
+    measured again (``CONTAMINATED_RETRIES``). Returns (samples, info, settings, counters,
+    prepare_s, interference of each window tried)."""
+    from perfsuite.execute.interference import Sampler
+
     t0 = time.perf_counter()
+    windows, c = [], None
     with backend.prepare(variant.path, cfg) as session:
         prepare_s = time.perf_counter() - t0
-        counted = _counted(p) if count else nullcontext(None)
         if point["mode"] == "latency":
             call = _slowed(session.callable(inputs))
             warm = warm_up(call, p)
-            with counted as c:
-                samples, info = measure_latency(call, p, warm)
         else:
             session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded
-            with counted as c:
-                run = session.run_throughput(inputs, seconds=p.min_time)
-            samples, info = run.latencies_s, {"window_s": run.seconds, "items": run.items}
-        return samples, info, dict(session.settings), c, prepare_s
+        for attempt in range(1 + CONTAMINATED_RETRIES):
+            counted = _counted(p) if count and attempt == 0 else nullcontext(None)
+            with counted as c_try, Sampler() as sampler:
+                if point["mode"] == "latency":
+                    samples, info = measure_latency(call, p, warm)
+                else:
+                    run = session.run_throughput(inputs, seconds=p.min_time)
+                    samples = run.latencies_s
+                    info = {"window_s": run.seconds, "items": run.items}
+            if attempt == 0:
+                c = c_try  # perf stat counts the first window only
+            windows.append(sampler.result.as_dict())
+            if not sampler.result.contaminated:
+                break
+        return samples, info, dict(session.settings), c, prepare_s, windows
 
 
 def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: float) -> dict:
@@ -146,11 +164,12 @@ def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: flo
         backend = get_backend(point["framework"])
         inputs = model.inputs(point["batch"])
         setup_s = time.perf_counter() - t_setup  # binding, model, variant; + session opens
-        samples, windows, medians, counted, settings = [], [], [], None, {}
+        samples, windows, medians, counted, settings, tried = [], [], [], None, {}, []
         for i in range(p.sessions):
-            got, info, settings, c, prepare_s = _measure_session(
+            got, info, settings, c, prepare_s, attempts = _measure_session(
                 backend, variant, cfg, inputs, point, p, count=i == 0
             )
+            tried.append(attempts)
             setup_s += prepare_s
             counted = counted or c  # perf stat covers the first session's window
             samples += got
@@ -170,6 +189,13 @@ def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: flo
         f.stat().st_size for f in [variant.path, variant.path.with_suffix(".bin")] if f.exists()
     )
     return {
+        "interference": {
+            # the kept window of each session is its last attempt
+            "contaminated": any(a[-1]["contaminated"] for a in tried),
+            "retries": sum(len(a) - 1 for a in tried),
+            "sessions": [a[-1] for a in tried],
+            "discarded": [w for a in tried for w in a[:-1]],
+        },
         "counters": counted.result.as_dict() if counted and counted.result else None,
         "samples_s": samples,
         "session_medians_s": medians,

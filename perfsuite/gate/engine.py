@@ -30,17 +30,25 @@ class ResultSet:
     source: str
     stats: dict[str, dict]
     runs: dict[str, list[float]] | None = None  # baseline: medians of the stored runs
+    contaminated: dict[str, str] | None = None  # id -> what disturbed its measurement
 
 
 def from_records(records: list[dict], fingerprint: dict, source: str = "this run") -> ResultSet:
-    samples, errors, st = {}, {}, {}
+    samples, errors, st, dirty = {}, {}, {}, {}
     for r in records:
         if r.get("status") == "ok":
             samples[r["id"]] = np.asarray(r["samples_s"], float)
             st[r["id"]] = r["stats"]
+            inter = r.get("interference") or {}
+            if inter.get("contaminated"):
+                w = inter["sessions"][-1]
+                dirty[r["id"]] = (
+                    f"other processes used {w['foreign_share']:.0%} of the CPUs, "
+                    f"steal {w['steal_share']:.0%}"
+                )
         else:
             errors[r["id"]] = r.get("error") or "error"
-    return ResultSet(fingerprint, samples, errors, source, st)
+    return ResultSet(fingerprint, samples, errors, source, st, contaminated=dirty)
 
 
 def from_baseline(data: dict, source: str) -> ResultSet:
@@ -83,6 +91,13 @@ def evaluate(base: ResultSet, cur: ResultSet, cfg: GateConfig | None = None) -> 
         ]
         return Comparison(verdicts, False, must, notes, software, None)
     verdicts = compare_samples(base.samples, cur.samples, cfg, cur.errors, base.runs)
+    for v in verdicts:  # a disturbed measurement can say nothing either way
+        why = (cur.contaminated or {}).get(v.id)
+        if why and v.verdict in ("regressed", "improved"):
+            v.verdict, v.confirmed = "unstable", None
+            v.add_reason(f"contaminated while measured ({why})", first=True)
+        elif why:
+            v.add_reason(f"contaminated while measured ({why})")
     shift = None
     for v in verdicts:
         if "machine-wide shift" in v.reason:

@@ -14,7 +14,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from perfsuite.host.topology import Topology, format_cpulist, parse_cpulist
+from perfsuite.host.topology import format_cpulist, parse_cpulist
 
 MPOL_DEFAULT, MPOL_PREFERRED, MPOL_BIND, MPOL_INTERLEAVE = 0, 1, 2, 3
 _MODES = {0: "default", 1: "preferred", 2: "bind", 3: "interleave", 4: "local"}
@@ -103,19 +103,6 @@ def current_binding(mechanism: str = "none") -> Binding:
     )
 
 
-def node_cpus(topology: Topology, node: int) -> list[int]:
-    nodes = {n.node: n for n in topology.numa_nodes or ()}
-    if node not in nodes:
-        raise BindingError(
-            f"NUMA node {node} does not exist on this host "
-            f"(nodes: {format_cpulist(nodes) or 'none known'})"
-        )
-    cpus = list(nodes[node].cpus)
-    if not cpus:
-        raise BindingError(f"NUMA node {node} has no online CPUs (memory-only node)")
-    return cpus
-
-
 def bind(cpus: list[int] | None = None, mem_nodes: list[int] | None = None) -> Binding:
     """Bind this process to ``cpus`` and its memory to ``mem_nodes``; verify; return what is
     in force. Raises BindingError when the kernel refuses or the result differs."""
@@ -134,15 +121,23 @@ def bind(cpus: list[int] | None = None, mem_nodes: list[int] | None = None) -> B
     if mem_nodes is not None:
         set_mempolicy(MPOL_BIND, mem_nodes)
     got = current_binding("sched_setaffinity+set_mempolicy")
-    if cpus is not None and parse_cpulist(got.cpus_allowed) != sorted(set(cpus)):
+    verify(got.as_dict(), cpus, mem_nodes, got.mechanism)
+    return got
+
+
+def verify(binding: dict, cpus, mem_nodes, mechanism: str) -> None:
+    """The one check that a binding took, whoever made it (syscalls here, numactl in
+    ``perfsuite.execute.bound``): BindingError naming what was asked and what is in force."""
+    if cpus is not None and parse_cpulist(binding["cpus_allowed"]) != sorted(set(cpus)):
         raise BindingError(
-            f"asked for CPUs {format_cpulist(cpus)}, kernel reports {got.cpus_allowed}"
+            f"{mechanism}: asked for CPUs {format_cpulist(cpus)}, the process runs on "
+            f"{binding['cpus_allowed']}"
         )
     if mem_nodes is not None and (
-        got.mempolicy != "bind" or parse_cpulist(got.mempolicy_nodes) != sorted(mem_nodes)
+        binding["mempolicy"] != "bind"
+        or parse_cpulist(binding["mempolicy_nodes"] or "") != sorted(mem_nodes)
     ):
         raise BindingError(
-            f"asked for memory bind to {format_cpulist(mem_nodes)}, kernel reports "
-            f"{got.mempolicy} {got.mempolicy_nodes}"
+            f"{mechanism}: asked for memory bound to node(s) {format_cpulist(mem_nodes)}, the "
+            f"process has {binding['mempolicy']} {binding['mempolicy_nodes']}"
         )
-    return got

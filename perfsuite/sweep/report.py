@@ -10,6 +10,11 @@ ARTICLE_INT8_CLAIM = (3.8, 5.2)
 _RAN_AS = {"f32": "fp32", "bf16": "bf16", "f16": "f16"}
 
 
+def contaminated(record: dict) -> bool:
+    """The point's kept measurement window was disturbed by other processes or steal."""
+    return bool((record.get("interference") or {}).get("contaminated"))
+
+
 def precision_label(record: dict) -> str:
     """The point's precision, and what it really ran as when the framework says otherwise:
     a bf16 run must never read as fp32, nor an fp32 run as bf16."""
@@ -102,12 +107,21 @@ def sweep_table(
         if sessions:
             between = s.get("between_session_cv")
             between_txt = f" {between * 100:>6.1f}%" if between is not None else f" {'-':>7}"
+        flag = "!" if contaminated(r) else " "
         write(
-            f"{head} {s['throughput_ips']:>9.2f} {s['latency_p50_ms']:>8.2f} {p99} "
+            f"{head} {s['throughput_ips']:>9.2f}{flag}{s['latency_p50_ms']:>8.2f} {p99} "
             f"{s['cv'] * 100:>5.1f}%{between_txt}  {acc_txt}"
         )
     if any(not r["stats"]["p99_reliable"] for r in ok):
         write("* p99 rests on fewer than 100 samples: read it as 'about the max'")
+    for r in ok:
+        if contaminated(r):
+            w = r["interference"]["sessions"][-1]
+            write(
+                f"! {r['id']}: measured while other processes used {w['foreign_share']:.0%} of "
+                f"the CPUs (steal {w['steal_share']:.0%}) even after "
+                f"{r['interference']['retries']} re-measure(s): not a reliable figure"
+            )
     by_key = {
         (
             r["point"]["model"],

@@ -158,6 +158,14 @@ def html_page(
         diag = f"<h2>Slow INT8 diagnosis</h2><ul id='slow-int8'>{items}</ul>"
     else:
         diag = "<h2>Slow INT8 diagnosis</h2><p>No INT8 point is slower than its FP32 point.</p>"
+    dirty = [r for r in records if (r.get("interference") or {}).get("contaminated")]
+    if dirty:
+        items = "".join(
+            f"<li><code>{esc(r['id'])}</code>: other processes used "
+            f"{r['interference']['sessions'][-1]['foreign_share']:.0%} of the CPUs</li>"
+            for r in dirty
+        )
+        diag += f"<h2>Contaminated measurements</h2><ul id='contaminated'>{items}</ul>"
     link = f" (<a href='{esc(gate_page)}'>gate report</a>)" if gate_page else ""
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>perfsuite run</title>
 <style>body{{font-family:sans-serif;margin:2em}}pre{{font-size:12px}}</style></head><body>
