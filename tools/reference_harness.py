@@ -1,0 +1,113 @@
+"""An independent reference for perfsuite's inference figures: one point measured in a fresh
+process with a plain loop over the framework's own API. perfsuite only builds the model file
+(setup); nothing of perfsuite is on the timed path.
+
+    python tools/reference_harness.py --framework onnxruntime --precision fp32 --threads 2
+    python tools/reference_harness.py --compare perf-results/<run>   # every resnet50 point
+                                                                     # with threads <= cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def model_file(model: str, precision: str, framework: str) -> str:
+    from perfsuite.prepare import models, quantize
+
+    prec = "fp32" if precision == "bf16" else precision
+    return str(quantize.prepare(models.get(model), prec, framework).path)
+
+
+def session(framework: str, path: str, precision: str, threads: int):
+    if framework == "onnxruntime":
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        name, outs = sess.get_inputs()[0].name, [o.name for o in sess.get_outputs()]
+        return lambda x: sess.run(outs, {name: x})
+    import openvino as ov
+
+    compiled = ov.Core().compile_model(
+        path,
+        "CPU",
+        {
+            "PERFORMANCE_HINT": "LATENCY",
+            "INFERENCE_NUM_THREADS": threads,
+            "INFERENCE_PRECISION_HINT": "bf16" if precision == "bf16" else "f32",
+        },
+    )
+    request = compiled.create_infer_request()
+    return lambda x: request.infer([x])
+
+
+def measure(args) -> dict:
+    call = session(
+        args.framework,
+        model_file(args.model, args.precision, args.framework),
+        args.precision,
+        args.threads,
+    )
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    end = time.perf_counter() + args.warmup
+    while time.perf_counter() < end:
+        call(x)
+    times = []
+    end = time.perf_counter() + args.seconds
+    while time.perf_counter() < end:
+        t0 = time.perf_counter()
+        call(x)
+        times.append(time.perf_counter() - t0)
+    med = float(np.median(times))
+    return {"median_ms": med * 1e3, "items_per_s": 1 / med, "n": len(times)}
+
+
+def compare(run_dir: Path, args) -> int:
+    rows = []
+    for path in sorted((run_dir / "points").glob("resnet50-*.json")):
+        rec = json.loads(path.read_text())
+        p = rec["point"]
+        if rec["status"] != "ok" or p["threads"] > os.cpu_count() or p["batch"] != 1:
+            continue
+        cmd = [sys.executable, __file__, "--framework", p["framework"]]
+        cmd += ["--precision", p["precision"], "--threads", str(p["threads"])]
+        cmd += ["--seconds", str(args.seconds)]
+        ref = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+        ours = rec["stats"]["throughput_ips"]
+        rows.append((rec["id"], ours, ref["items_per_s"], ours / ref["items_per_s"] - 1))
+        print(f"{rec['id']:<50} suite {ours:8.2f}  harness {ref['items_per_s']:8.2f}  "
+              f"{rows[-1][3]:+6.1%}", flush=True)  # fmt: skip
+    within = sum(abs(r[3]) <= 0.05 for r in rows)
+    print(f"{within} of {len(rows)} points within +-5% of the harness")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--compare", type=Path, help="a perfsuite run directory")
+    ap.add_argument("--model", default="resnet50")
+    ap.add_argument("--framework", default="onnxruntime")
+    ap.add_argument("--precision", default="fp32")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--warmup", type=float, default=1.0)
+    args = ap.parse_args()
+    if args.compare:
+        return compare(args.compare, args)
+    print(json.dumps(measure(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
