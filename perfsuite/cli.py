@@ -200,9 +200,11 @@ def cmd_qualify(args) -> int:
         "seconds": elapsed,
         "checks": [c.as_dict() for c in checks],
     }
-    atomic_write_text(
-        out / "qualification.json", json.dumps(report, indent=1, default=json_default)
-    )
+    from perfsuite.records import load_qualification
+
+    report = json.loads(json.dumps(report, default=json_default))
+    load_qualification(report)  # validated like every record perfsuite writes
+    atomic_write_text(out / "qualification.json", json.dumps(report, indent=1))
     atomic_write_text(
         out / "qualification.html", qualify.html(checks, f"qualification of {fp['hardware_class']}")
     )

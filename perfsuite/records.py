@@ -17,6 +17,8 @@ Format history (``upgrade`` turns any older file into the current one):
 - ``perfsuite.baseline/2`` (2026-12-03): as /1 with /2 points and finite samples and runs.
 - ``perfsuite.run/1``: a run directory's summary.json (profile, fingerprint, point statuses).
 - ``perfsuite.reference/1``: a SKU reference for ``perfsuite qualify``.
+- ``perfsuite.gate/1``: a gate's verdicts (gate.json), in-run or offline.
+- ``perfsuite.qualification/1``: a qualification report (qualification.json).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ RESULT = "perfsuite.result/2"
 BASELINE = "perfsuite.baseline/2"
 RUN = "perfsuite.run/1"
 REFERENCE = "perfsuite.reference/1"
+GATE = "perfsuite.gate/1"
+QUALIFICATION = "perfsuite.qualification/1"
 
 
 class RecordError(ValueError):
@@ -191,6 +195,63 @@ class Reference(BaseModel):
     settings: dict[str, Any] = {}
 
 
+class RunSummary(BaseModel):
+    """A run directory's summary.json."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    schema_: Literal["perfsuite.run/1"] = Field(RUN, alias="schema")
+    profile: dict[str, Any]
+    fingerprint: Fingerprint
+    points: list[dict[str, Any]]
+
+
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class Verdict(_Record):
+    id: str
+    verdict: Literal[
+        "improved", "unchanged", "regressed", "unstable", "new", "missing", "incomparable",
+        "error",
+    ]  # fmt: skip
+    change: Finite | None = None
+    ci: tuple[Finite, Finite] | None = None
+    p_value: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    baseline_median_ms: Positive | None = None
+    current_median_ms: Positive | None = None
+    reason: str = ""
+    confirmed: bool | None = None
+
+
+class GateReport(_Record):
+    schema_: Literal["perfsuite.gate/1"] = Field(GATE, alias="schema")
+    comparable: bool
+    differences: dict[str, Any]
+    machine_shift: Finite | None
+    fail_on: Literal["regression", "unstable", "never"]
+    failing: list[str]
+    verdicts: list[Verdict]
+
+
+class Check(_Record):
+    group: str
+    name: str
+    status: Literal["PASS", "WARN", "FAIL", "SKIP"]
+    measured: Any = None
+    expected: Any = None
+    detail: str = ""
+
+
+class QualificationReport(_Record):
+    schema_: Literal["perfsuite.qualification/1"] = Field(QUALIFICATION, alias="schema")
+    verdict: Literal["PASS", "WARN", "FAIL"]
+    reference: dict[str, Any] | None
+    fingerprint: dict[str, Any]
+    measurements: dict[str, Any]
+    seconds: NonNegative
+    checks: list[Check]
+
+
 # -- upgrades: each takes a dict of one version and returns the next (asv's update_to_N) -----
 
 
@@ -222,7 +283,14 @@ UPGRADES = {
     "perfsuite.result/1": _result_1_to_2,
     "perfsuite.baseline/1": _baseline_1_to_2,
 }
-CURRENT = {"result": RESULT, "baseline": BASELINE, "reference": REFERENCE}
+CURRENT = {
+    "result": RESULT,
+    "baseline": BASELINE,
+    "reference": REFERENCE,
+    "run": RUN,
+    "gate": GATE,
+    "qualification": QUALIFICATION,
+}
 
 
 def upgrade(data: dict) -> dict:
@@ -270,6 +338,18 @@ def load_reference(data: Any, source: str = "reference") -> Reference:
     return _load(Reference, "reference", data, source)
 
 
+def load_run_summary(data: Any, source: str = "summary.json") -> RunSummary:
+    return _load(RunSummary, "run", data, source)
+
+
+def load_gate_report(data: Any, source: str = "gate.json") -> GateReport:
+    return _load(GateReport, "gate", data, source)
+
+
+def load_qualification(data: Any, source: str = "qualification.json") -> QualificationReport:
+    return _load(QualificationReport, "qualification", data, source)
+
+
 def check_result(record: dict, source: str = "record") -> dict:
     """Validate a record about to be written; returns it unchanged (as a plain dict)."""
     load_result(record, source)
@@ -280,7 +360,14 @@ def dump(record: BaseModel) -> dict:
     return record.model_dump(mode="json", by_alias=True, exclude_none=False)
 
 
-SCHEMAS = {"result": Result, "baseline": Baseline, "reference": Reference}
+SCHEMAS = {
+    "result": Result,
+    "baseline": Baseline,
+    "reference": Reference,
+    "run": RunSummary,
+    "gate": GateReport,
+    "qualification": QualificationReport,
+}
 
 
 def json_schema(kind: str) -> dict:

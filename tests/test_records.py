@@ -103,7 +103,7 @@ def test_shipped_json_schemas_are_generated_from_the_types():
 def _run_dir(root: Path, recs: list[dict]) -> Path:
     run = root / "run"
     (run / "points").mkdir(parents=True)
-    summary = {"schema": records.RUN, "fingerprint": fingerprint(), "points": []}
+    summary = {"schema": records.RUN, "profile": {}, "fingerprint": fingerprint(), "points": []}
     (run / "summary.json").write_text(json.dumps(summary))
     for r in recs:
         (run / "points" / f"{r['id']}.json").write_text(json.dumps(r))
@@ -153,3 +153,30 @@ def test_two_runs_saving_at_once_lose_nothing(tmp_path):
         assert p.exitcode == 0
     entries = store.load(tmp_path / "amd-zen3-2c-1n" / "p.json")["entries"]
     assert len(entries) == 30
+
+
+def test_protocol_refuses_nan_and_zero():
+    from perfsuite.execute.measure import Protocol
+
+    for bad in ({"min_time": math.nan}, {"max_time": math.inf}, {"sessions": 0}):
+        with pytest.raises(ValueError, match="protocol"):
+            Protocol(**bad)
+
+
+def test_every_written_report_kind_has_a_schema_and_validates(tmp_path):
+    """gate.json, summary.json and qualification.json are validated when written; here the
+    models refuse what a bug could produce."""
+    good = {"schema": records.GATE, "comparable": True, "differences": {}, "machine_shift": None,
+            "fail_on": "regression", "failing": [], "verdicts": [{"id": "a", "verdict": "unchanged",
+            "change": 0.01, "p_value": 0.5}]}  # fmt: skip
+    records.load_gate_report(good)
+    bad = dict(good, verdicts=[{"id": "a", "verdict": "unchanged", "change": math.nan}])
+    with pytest.raises(records.RecordError, match="verdicts.0.change"):
+        records.load_gate_report(bad)
+    with pytest.raises(records.RecordError, match="verdict"):
+        records.load_gate_report(dict(good, verdicts=[{"id": "a", "verdict": "slower"}]))
+    with pytest.raises(records.RecordError, match="checks.0.status"):
+        records.load_qualification({"schema": records.QUALIFICATION, "verdict": "PASS",
+                                    "reference": None, "fingerprint": {}, "measurements": {},
+                                    "seconds": 1.0, "checks": [{"group": "g", "name": "n",
+                                    "status": "OK"}]})  # fmt: skip

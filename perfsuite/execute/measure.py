@@ -8,6 +8,7 @@ streams and in-flight requests); items/s over the window plus request latencies.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,16 @@ class Protocol:
     max_time: float = 120.0  # this fraction of the 5 before (or max_warmup_time passes)
     counters: bool = False  # perf stat on the measurement window (perfsuite.execute.counters)
     sessions: int = 1  # fresh framework sessions per point, measured one after another
+
+    def __post_init__(self):
+        # NaN passes every "< limit" test: a NaN min_time would measure until max_time.
+        for name in ("min_time", "warmup_time", "max_warmup_time", "stable_within", "max_time"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"protocol {name} = {v!r}: must be a finite number >= 0")
+        for name in ("min_samples", "warmup_calls", "sessions"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"protocol {name} = {getattr(self, name)!r}: must be >= 1")
 
 
 def warm_up(call: Callable[[], object], p: Protocol) -> dict:

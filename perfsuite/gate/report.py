@@ -14,6 +14,7 @@ from xml.etree import ElementTree as ET
 
 from perfsuite.files import atomic_write_text, json_default
 from perfsuite.gate.statistics import Comparison, PointVerdict
+from perfsuite.records import load_gate_report
 
 
 def _fmt_change(v: PointVerdict) -> str:
@@ -223,9 +224,9 @@ def write_all(out_dir: Path, c: Comparison, base, cur, fail_on: str) -> dict[str
         "junit": out_dir / "gate-junit.xml",
         "html": out_dir / "gate.html",
     }
-    atomic_write_text(
-        paths["json"], json.dumps(as_json(c, fail_on), indent=1, default=json_default)
-    )
+    data = json.loads(json.dumps(as_json(c, fail_on), default=json_default))
+    load_gate_report(data)  # validated like every record perfsuite writes
+    atomic_write_text(paths["json"], json.dumps(data, indent=1))
     atomic_write_text(paths["markdown"], md)
     atomic_write_text(paths["junit"], junit(c, fail_on))
     atomic_write_text(

@@ -74,19 +74,18 @@ def read_run(path: Path) -> tuple[dict, list[dict], Path]:
             f"directory ({SUMMARY} + points/*.json)"
         )
     try:
-        fp = json.loads(summary.read_text())["fingerprint"]
+        head = json.loads(summary.read_text())
         raw = [json.loads(p.read_text()) for p in points]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError) as exc:
         raise BaselineError(f"run directory {run_dir} is unreadable: {exc}") from None
     try:  # every reader validates: a NaN sample must not become "unchanged +nan%"
+        fp = records.load_run_summary(head, str(summary)).fingerprint.model_dump()
         recs = [
             records.dump(records.load_result(r, f"record {p}"))
             for r, p in zip(raw, points, strict=True)
         ]
     except records.RecordError as exc:
         raise BaselineError(str(exc)) from None
-    if not isinstance(fp, dict) or "fields" not in fp or "classes" not in fp:
-        raise BaselineError(f"{summary} has no host fingerprint (fields, classes)")
     return fp, recs, run_dir
 
 

@@ -164,4 +164,6 @@ class PerfSession:
                 for r in self.records
             ],
         }
+        # validated like every record perfsuite writes (a bug must not leave a bad file)
+        records.load_run_summary(json.loads(json.dumps(summary, default=json_default)))
         return self.run_handle.write_summary(summary)
