@@ -23,6 +23,7 @@ Format history (``upgrade`` turns any older file into the current one):
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -326,30 +327,6 @@ def _load(model: type[BaseModel], kind: str, data: Any, source: str) -> BaseMode
         raise RecordError(f"{source} is not a valid {CURRENT[kind]}: {_one_line(exc)}") from None
 
 
-def load_result(data: Any, source: str = "record") -> Result:
-    return _load(Result, "result", data, source)
-
-
-def load_baseline(data: Any, source: str = "baseline") -> Baseline:
-    return _load(Baseline, "baseline", data, source)
-
-
-def load_reference(data: Any, source: str = "reference") -> Reference:
-    return _load(Reference, "reference", data, source)
-
-
-def load_run_summary(data: Any, source: str = "summary.json") -> RunSummary:
-    return _load(RunSummary, "run", data, source)
-
-
-def load_gate_report(data: Any, source: str = "gate.json") -> GateReport:
-    return _load(GateReport, "gate", data, source)
-
-
-def load_qualification(data: Any, source: str = "qualification.json") -> QualificationReport:
-    return _load(QualificationReport, "qualification", data, source)
-
-
 def check_result(record: dict, source: str = "record") -> dict:
     """Validate a record about to be written; returns it unchanged (as a plain dict)."""
     load_result(record, source)
@@ -368,6 +345,19 @@ SCHEMAS = {
     "gate": GateReport,
     "qualification": QualificationReport,
 }
+
+
+def load(kind: str, data: Any, source: str | None = None) -> BaseModel:
+    """Upgrade and validate ``data`` as a record of ``kind`` (a key of ``SCHEMAS``)."""
+    return _load(SCHEMAS[kind], kind, data, source or kind)
+
+
+load_result = functools.partial(load, "result")
+load_baseline = functools.partial(load, "baseline")
+load_reference = functools.partial(load, "reference")
+load_run_summary = functools.partial(load, "run")
+load_gate_report = functools.partial(load, "gate")
+load_qualification = functools.partial(load, "qualification")
 
 
 def json_schema(kind: str) -> dict:
