@@ -182,6 +182,7 @@ def pytest_configure(config):
         profile = select_profile(profiles, name, _overrides(config))
     except PlanError as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
+    _check_environment()
     _check_outputs(config)
     config.stash[SESSION] = _LazySession(
         profile,
@@ -191,6 +192,20 @@ def pytest_configure(config):
         config.getoption("perf_baseline"),
     )
     config.stash[GATE] = _gate_config(config)
+
+
+def _check_environment() -> None:
+    """A PERFSUITE_FORCE_ISA the CPU cannot run is a usage error before anything runs (it
+    used to end up as 'kernels.isa: unavailable' in the fingerprint of every record)."""
+    import os
+
+    from perfsuite import kernels
+
+    if os.environ.get(kernels.FORCE_ENV):
+        try:
+            kernels.isa()
+        except ValueError as exc:
+            raise pytest.UsageError(f"perfsuite: {exc}") from None
 
 
 def _check_outputs(config) -> None:

@@ -94,3 +94,16 @@ def test_a_bad_reference_is_an_input_error(tmp_path, change, message):
     path.write_text(json.dumps(ref).replace('"nan"', "NaN"))
     r = run("qualify", "--quick", "--reference", str(path), "--out", str(tmp_path / "q"))
     assert r.returncode == 2 and message in one_line(r.stderr)
+
+
+def test_an_unusable_forced_isa_is_a_usage_error():
+    import os
+
+    env = {**os.environ, "PERFSUITE_FORCE_ISA": "avx9000"}
+    r = subprocess.run([*CLI, "info"], capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "PERFSUITE_FORCE_ISA='avx9000'" in one_line(r.stderr)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--co", "-k", "x"],
+        capture_output=True, text=True, env=env, cwd=REPO,
+    )  # fmt: skip
+    assert r.returncode == pytest.ExitCode.USAGE_ERROR and "avx9000" in r.stderr

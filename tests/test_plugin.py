@@ -54,6 +54,8 @@ def test_plan_lists_readable_ids(sweep):
         (["--perf-precisions", "int4"], "unknown precision 'int4'; valid: fp32"),
         (["--perf-profile", "weekly"], "unknown profile 'weekly'; valid: smoke"),
         (["--perf-threads", "0"], "threads '0'"),
+        (["--perf-threads", "100000"], "threads '100000': use integers from 1 to 4096"),
+        (["--perf-batch", "99999999"], "batch '99999999': use integers from 1 to 4096"),
         (["--perf-numa-nodes", "x"], "NUMA node 'x'"),
         (["--perf-min-time", "-1"], "must be > 0"),
         (["--perf-mode", "fast"], "invalid choice: 'fast'"),

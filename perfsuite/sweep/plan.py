@@ -120,6 +120,11 @@ def load_profiles(pyproject: Path | None = None, user_file: Path | None = None) 
     return profiles
 
 
+# Thread counts and batch sizes beyond this are typing mistakes, not experiments: 100000
+# framework threads or a 100000-image batch would exhaust the host instead of measuring it.
+MAX_COUNT = 4096
+
+
 def make_profile(name: str, raw: dict) -> Profile:
     from perfsuite.prepare.backends import BACKENDS
     from perfsuite.prepare.models import names as model_names
@@ -146,14 +151,16 @@ def make_profile(name: str, raw: dict) -> Profile:
     _choices("precision", lists["precisions"], PRECISIONS)
     _choices("mode", lists["mode"], MODES)
     for t in lists["threads"]:
-        if t not in ("auto", "all", "cores") and not (t.isdigit() and int(t) >= 1):
-            raise PlanError(f"threads {t!r}: use positive integers, 'auto', 'all' or 'cores'")
+        if t not in ("auto", "all", "cores") and not (t.isdigit() and 1 <= int(t) <= MAX_COUNT):
+            raise PlanError(
+                f"threads {t!r}: use integers from 1 to {MAX_COUNT}, 'auto', 'all' or 'cores'"
+            )
     for n in lists["numa_nodes"]:
         if n not in ("none", "all") and not n.isdigit():
             raise PlanError(f"NUMA node {n!r}: use node numbers, 'all' or 'none'")
     for b in lists["batch"]:
-        if not (b.isdigit() and int(b) >= 1):
-            raise PlanError(f"batch {b!r}: use positive integers")
+        if not (b.isdigit() and 1 <= int(b) <= MAX_COUNT):
+            raise PlanError(f"batch {b!r}: use integers from 1 to {MAX_COUNT}")
     scalars = {}
     for key, typ in SCALAR_KEYS.items():
         try:
