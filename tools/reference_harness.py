@@ -5,6 +5,8 @@ process with a plain loop over the framework's own API. perfsuite only builds th
     python tools/reference_harness.py --framework onnxruntime --precision fp32 --threads 2
     python tools/reference_harness.py --compare perf-results/<run>   # every resnet50 point
                                                                      # with threads <= cores
+    python tools/reference_harness.py --interleave perf-results/<run> --rounds 3
+        # the same points, harness and perfsuite's measurement alternating, fresh processes
 """
 
 from __future__ import annotations
@@ -93,9 +95,50 @@ def compare(run_dir: Path, args) -> int:
     return 0
 
 
+SUITE = """
+import json, sys
+from perfsuite.execute.runner import run_point
+point, seconds = json.loads(sys.argv[1]), float(sys.argv[2])
+protocol = {"min_time": seconds, "min_samples": 15, "warmup_time": 1.0, "warmup_calls": 3,
+            "counters": False, "sessions": 1}
+print(json.dumps(run_point(point, protocol)["stats"]))
+"""
+
+
+def interleave(run_dir: Path, args) -> int:
+    """Per point, ``rounds`` x (harness, then perfsuite's own measurement code), each in a
+    fresh process, one right after the other: the same minute, the same host state."""
+    rows = []
+    for path in sorted((run_dir / "points").glob("resnet50-*.json")):
+        rec = json.loads(path.read_text())
+        p = rec["point"]
+        if rec["status"] != "ok" or p["threads"] > os.cpu_count() or p["batch"] != 1:
+            continue
+        ref, ours = [], []
+        for _ in range(args.rounds):
+            cmd = [sys.executable, __file__, "--framework", p["framework"]]
+            cmd += ["--precision", p["precision"], "--threads", str(p["threads"])]
+            cmd += ["--seconds", str(args.seconds)]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            ref.append(json.loads(out)["items_per_s"])
+            cmd = [sys.executable, "-c", SUITE, json.dumps(p), str(args.seconds)]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            ours.append(json.loads(out.strip().splitlines()[-1])["throughput_ips"])
+        r, o = float(np.median(ref)), float(np.median(ours))
+        rows.append(o / r - 1)
+        print(f"{rec['id']:<50} perfsuite {o:8.2f}  harness {r:8.2f}  {o / r - 1:+6.1%}  "
+              f"(rounds: perfsuite {min(ours):.1f}-{max(ours):.1f}, "
+              f"harness {min(ref):.1f}-{max(ref):.1f})", flush=True)  # fmt: skip
+    within = sum(abs(x) <= 0.05 for x in rows)
+    print(f"{within} of {len(rows)} points within +-5% of the harness (interleaved)")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--compare", type=Path, help="a perfsuite run directory")
+    ap.add_argument("--interleave", type=Path, help="a run directory: its points, interleaved")
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--model", default="resnet50")
     ap.add_argument("--framework", default="onnxruntime")
     ap.add_argument("--precision", default="fp32")
@@ -105,6 +148,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.compare:
         return compare(args.compare, args)
+    if args.interleave:
+        return interleave(args.interleave, args)
     print(json.dumps(measure(args)))
     return 0
 
