@@ -163,7 +163,7 @@ MAX_BLOCK = 1 << 16  # far above any cache-sized block; keeps packing buffers al
 class Blocking:
     """Block sizes, each named after the cache level it targets."""
 
-    kc_l1: int  # k depth: an NR-wide B micro-panel of kc values fills L1d
+    kc_l1: int  # k depth: an NR-wide B micro-panel fills L1d (AVX2) or 1/8 of L2 (zmm)
     mc_l2: int  # A block mc x kc fills a quarter of L2 (C tiles and B panels pass through)
     nc_l3: int  # B block kc x nc stays well inside L3
 
@@ -215,11 +215,16 @@ def blocking(op: str = "f32", isa: str | None = None) -> Blocking:
     )
     # A deep kc halves the passes over C (each pass reads and writes all of C): measured at
     # n=1024 on Zen 3, kc=512 instead of 256 lifts the 2-thread speed-up from 1.48x to 1.69x
-    # at the same 1-thread rate, as the two cores share little memory bandwidth. kc is sized
-    # for a 16-column strip of B whatever the tile: with the 32-wide zmm tile the B
-    # micro-panel then streams from L2, which measured faster on Zen 4 (n=1024, 1 thread,
-    # interleaved: kc=512/mc=96 1.007x the AVX2 kernel, kc=256/mc=252 0.972x).
+    # at the same 1-thread rate, as the two cores share little memory bandwidth. For the
+    # 16-wide AVX2 tile kc fills L1 with a B micro-panel.
     kc = max(64, l1 // (16 * elem_bytes) // 4 * 4)
+    if NR >= 32:
+        # The 32-wide zmm tile streams its B micro-panel from L2 anyway, so kc is sized so
+        # that the panel takes 1/8 of L2: one pass over C at n = 1024. Zen 4, 1 thread,
+        # n = 1024, 6 interleaved rounds: f32 kc=1024/mc=60 102.7 GFLOP/s (2 threads 199.3)
+        # vs kc=512/mc=120 96.7 (191.6); bf16 kc 1024-2048 203.8/201.5 vs 512 192.9; int8
+        # kc 2048-4096 396-397 GOP/s vs 512 369.
+        kc = max(64, min(4096, l2 // (8 * NR * elem_bytes)) // 4 * 4)
     mc = max(MR, (l2 // 4) // (kc * elem_bytes) // MR * MR)
     nc = max(NR, min(4096, (l3 // 4) // (kc * elem_bytes)) // NR * NR)
     return Blocking(kc_l1=kc, mc_l2=mc, nc_l3=nc)
