@@ -316,12 +316,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # usage errors: argparse exits 2
     from perfsuite import kernels
 
-    if os.environ.get(kernels.FORCE_ENV):
-        try:
-            kernels.isa()
-        except ValueError as exc:
-            print(f"perfsuite: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+    problem = kernels.forced_isa_problem()
+    if problem:
+        print(f"perfsuite: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         return args.func(args)
     except KeyboardInterrupt:

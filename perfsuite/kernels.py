@@ -70,6 +70,18 @@ def missing_flags(name: str) -> list[str]:
 
 
 @cache
+def forced_isa_problem() -> str | None:
+    """Why PERFSUITE_FORCE_ISA cannot be used on this CPU, or None (unset or usable): the
+    faces check it before anything runs, as a usage error."""
+    if not os.environ.get(FORCE_ENV):
+        return None
+    try:
+        isa()
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def isa() -> str:
     """The variant in use: forced by PERFSUITE_FORCE_ISA, else the best runnable one."""
     forced = os.environ.get(FORCE_ENV, "").strip().lower()

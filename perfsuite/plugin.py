@@ -197,15 +197,11 @@ def pytest_configure(config):
 def _check_environment() -> None:
     """A PERFSUITE_FORCE_ISA the CPU cannot run is a usage error before anything runs (it
     used to end up as 'kernels.isa: unavailable' in the fingerprint of every record)."""
-    import os
-
     from perfsuite import kernels
 
-    if os.environ.get(kernels.FORCE_ENV):
-        try:
-            kernels.isa()
-        except ValueError as exc:
-            raise pytest.UsageError(f"perfsuite: {exc}") from None
+    problem = kernels.forced_isa_problem()
+    if problem:
+        raise pytest.UsageError(f"perfsuite: {problem}")
 
 
 def _check_outputs(config) -> None:

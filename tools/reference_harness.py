@@ -75,24 +75,38 @@ def measure(args) -> dict:
     return {"median_ms": med * 1e3, "items_per_s": 1 / med, "n": len(times)}
 
 
-def compare(run_dir: Path, args) -> int:
-    rows = []
+def _points(run_dir: Path):
+    """The run's ResNet-50 records this host can reproduce (threads <= CPUs, batch 1)."""
     for path in sorted((run_dir / "points").glob("resnet50-*.json")):
         rec = json.loads(path.read_text())
         p = rec["point"]
-        if rec["status"] != "ok" or p["threads"] > os.cpu_count() or p["batch"] != 1:
-            continue
-        cmd = [sys.executable, __file__, "--framework", p["framework"]]
-        cmd += ["--precision", p["precision"], "--threads", str(p["threads"])]
-        cmd += ["--seconds", str(args.seconds)]
-        ref = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
-        ours = rec["stats"]["throughput_ips"]
-        rows.append((rec["id"], ours, ref["items_per_s"], ours / ref["items_per_s"] - 1))
-        print(f"{rec['id']:<50} suite {ours:8.2f}  harness {ref['items_per_s']:8.2f}  "
-              f"{rows[-1][3]:+6.1%}", flush=True)  # fmt: skip
-    within = sum(abs(r[3]) <= 0.05 for r in rows)
-    print(f"{within} of {len(rows)} points within +-5% of the harness")
+        if rec["status"] == "ok" and p["threads"] <= os.cpu_count() and p["batch"] == 1:
+            yield rec
+
+
+def _harness(point: dict, seconds: float) -> float:
+    """items/s of ``point`` measured by this script in a fresh process."""
+    cmd = [sys.executable, __file__, "--framework", point["framework"]]
+    cmd += ["--precision", point["precision"], "--threads", str(point["threads"])]
+    cmd += ["--seconds", str(seconds)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["items_per_s"]
+
+
+def _summary(changes: list[float], how: str) -> int:
+    within = sum(abs(x) <= 0.05 for x in changes)
+    print(f"{within} of {len(changes)} points within +-5% of the harness{how}")
     return 0
+
+
+def compare(run_dir: Path, args) -> int:
+    changes = []
+    for rec in _points(run_dir):
+        ours, ref = rec["stats"]["throughput_ips"], _harness(rec["point"], args.seconds)
+        changes.append(ours / ref - 1)
+        print(f"{rec['id']:<50} suite {ours:8.2f}  harness {ref:8.2f}  {changes[-1]:+6.1%}",
+              flush=True)  # fmt: skip
+    return _summary(changes, "")
 
 
 SUITE = """
@@ -108,30 +122,21 @@ print(json.dumps(run_point(point, protocol)["stats"]))
 def interleave(run_dir: Path, args) -> int:
     """Per point, ``rounds`` x (harness, then perfsuite's own measurement code), each in a
     fresh process, one right after the other: the same minute, the same host state."""
-    rows = []
-    for path in sorted((run_dir / "points").glob("resnet50-*.json")):
-        rec = json.loads(path.read_text())
+    changes = []
+    for rec in _points(run_dir):
         p = rec["point"]
-        if rec["status"] != "ok" or p["threads"] > os.cpu_count() or p["batch"] != 1:
-            continue
         ref, ours = [], []
         for _ in range(args.rounds):
-            cmd = [sys.executable, __file__, "--framework", p["framework"]]
-            cmd += ["--precision", p["precision"], "--threads", str(p["threads"])]
-            cmd += ["--seconds", str(args.seconds)]
-            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-            ref.append(json.loads(out)["items_per_s"])
+            ref.append(_harness(p, args.seconds))
             cmd = [sys.executable, "-c", SUITE, json.dumps(p), str(args.seconds)]
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
             ours.append(json.loads(out.strip().splitlines()[-1])["throughput_ips"])
         r, o = float(np.median(ref)), float(np.median(ours))
-        rows.append(o / r - 1)
+        changes.append(o / r - 1)
         print(f"{rec['id']:<50} perfsuite {o:8.2f}  harness {r:8.2f}  {o / r - 1:+6.1%}  "
               f"(rounds: perfsuite {min(ours):.1f}-{max(ours):.1f}, "
               f"harness {min(ref):.1f}-{max(ref):.1f})", flush=True)  # fmt: skip
-    within = sum(abs(x) <= 0.05 for x in rows)
-    print(f"{within} of {len(rows)} points within +-5% of the harness (interleaved)")
-    return 0
+    return _summary(changes, " (interleaved)")
 
 
 def main() -> int:
