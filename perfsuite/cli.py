@@ -1,4 +1,4 @@
-"""The ``perfsuite`` command: ``perfsuite info | compare | qualify``.
+"""The ``perfsuite`` command: ``perfsuite info | compare | qualify | db``.
 
 Exit codes, the same for every subcommand: 0 pass; 1 a regression (compare) or a FAIL
 (qualify); 2 a usage or input error (bad option, unreadable or invalid file, output location
@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from perfsuite import cli_db
 from perfsuite.host.fingerprint import FIELD_CLASSES, fingerprint
 from perfsuite.options import add_gate_options
 
@@ -304,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="baseline directory for --inference (default: baselines)",
     )
     q.set_defaults(func=cmd_qualify)
+    cli_db.add_parser(sub)
     return parser
 
 
@@ -322,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return args.func(args)
+    except cli_db.input_errors() as exc:  # bad input to perfsuite db: one line
+        print(f"perfsuite {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("perfsuite: interrupted", file=sys.stderr)
         return 130

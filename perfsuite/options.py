@@ -81,3 +81,15 @@ def add_gate_options(add: Callable, prefix: str, fail_on_default: str | None) ->
         default=None,
         help="family-wise significance level, Holm (default: [tool.perfsuite.gate] alpha, or 0.01)",
     )
+
+
+def add_store_option(add: Callable, prefix: str) -> None:
+    """The results history's location: ``--perf-store`` (plugin), ``--store`` (perfsuite db)."""
+    add(
+        f"{prefix}store",
+        default=None,
+        metavar="URL",
+        help="results history database, a SQLAlchemy URL: sqlite:///FILE or "
+        "postgresql+psycopg://USER@HOST/DB (default: $PERFSUITE_STORE, else a SQLite file in "
+        "the user's data directory)",
+    )

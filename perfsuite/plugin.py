@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.options import add_gate_options, csv, positive_float, positive_int
+from perfsuite.options import (
+    add_gate_options,
+    add_store_option,
+    csv,
+    positive_float,
+    positive_int,
+)
 
 SESSION = pytest.StashKey["object"]()
 GATE = pytest.StashKey["object"]()
@@ -137,6 +143,7 @@ def pytest_addoption(parser):
         "from which the gate learns between-run noise (default: off)",
     )
     add_gate_options(g.addoption, "--perf-", fail_on_default=None)
+    add_store_option(g.addoption, "--perf-")
     g.addoption(
         "--perf-counters",
         action="store_true",
@@ -184,6 +191,7 @@ def pytest_configure(config):
         raise pytest.UsageError(f"perfsuite: {exc}") from None
     _check_environment()
     _check_outputs(config)
+    _check_store(config)
     config.stash[SESSION] = _LazySession(
         profile,
         config.getoption("perf_out"),
@@ -221,6 +229,28 @@ def _check_outputs(config) -> None:
         for path, what in checks:
             check_writable_dir(path, what)
     except NotWritable as exc:
+        raise pytest.UsageError(f"perfsuite: {exc}") from None
+
+
+def history_url(config) -> str | None:
+    """Where runs are recorded: --perf-store, else $PERFSUITE_STORE; None: nowhere."""
+    import os
+
+    from perfsuite.store.database import ENV
+
+    return config.getoption("perf_store") or os.environ.get(ENV) or None
+
+
+def _check_store(config) -> None:
+    """Open (and migrate) the history store before measuring: a bad URL is a usage error."""
+    url = history_url(config)
+    if url is None:
+        return
+    from perfsuite.store.database import StoreError, open_history
+
+    try:
+        open_history(url)
+    except StoreError as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
 
 
@@ -366,6 +396,7 @@ def pytest_sessionfinish(session, exitstatus):
         save_baseline=o("perf_save_baseline"),
         update_baseline=o("perf_update_baseline"),
         add_run=o("perf_add_baseline_run"),
+        history=history_url(session.config),
     )
     try:
         outcome = finish(lazy.get(), opts)

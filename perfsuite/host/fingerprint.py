@@ -67,6 +67,7 @@ FIELD_CLASSES: dict[str, str] = {
     "numa.node_count": MUST,
     "numa.nodes": INFO,
     "memory.total_bytes": TOL,
+    "os.hostname": INFO,  # the history store tells hosts of one class apart by it
     "os.kernel": INFO,
     "os.hypervisor": INFO,
     "os.thp_enabled": TOL,
@@ -181,7 +182,9 @@ def collect_os(reader: Reader, topo: Topology, host: bool) -> dict:
         thp = m.group(1) if m else thp
     balancing = reader.text("proc/sys/kernel/numa_balancing")
     kernel = reader.text("proc/sys/kernel/osrelease") or (platform.release() if host else None)
+    hostname = reader.text("proc/sys/kernel/hostname") or (platform.node() if host else None)
     return {
+        "os.hostname": hostname,
         "os.kernel": kernel,
         "os.hypervisor": _hypervisor(reader, topo.cpu.flags, host),
         "os.thp_enabled": thp,

@@ -492,7 +492,8 @@ def make_reference(fp: dict, runs: list[dict], *, when: str) -> dict:
         ),
         "saved": {"date": when, "fingerprint": fields},
         "topology": topology,
-        "memory_total_gib_min": int((fields.get("memory.total_bytes") or 0) / 2**30 * 0.95),
+        "memory_total_gib_min": int((fields.get("memory.total_bytes") or 0) / 2**30 * 0.95)
+        or None,  # unknown memory: no minimum, not a minimum of 0
         # Wide bands: a reference from one VM must pass on that VM on a noisy day.
         "bandwidth_gbs_per_node": {
             "expected": round(bandwidth, 1),

@@ -50,7 +50,7 @@ def load(path: Path) -> dict:
         raise BaselineError(str(exc)) from None
 
 
-def _thin(samples: list[float]) -> list[float]:
+def thin_samples(samples: list[float]) -> list[float]:
     if len(samples) <= MAX_SAMPLES:
         return [float(s) for s in samples]
     idx = np.linspace(0, len(samples) - 1, MAX_SAMPLES).round().astype(int)
@@ -60,7 +60,7 @@ def _thin(samples: list[float]) -> list[float]:
 def entry(record: dict) -> dict:
     return {
         "point": record["point"],
-        "samples_s": _thin(record["samples_s"]),
+        "samples_s": thin_samples(record["samples_s"]),
         "stats": record["stats"],
         "settings": record.get("settings", {}),
         "software": record.get("software", {}),

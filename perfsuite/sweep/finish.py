@@ -27,6 +27,7 @@ class FinishOptions:
     save_baseline: bool = False
     update_baseline: bool = False
     add_run: bool = False
+    history: str | None = None  # results history URL: record the run there
 
 
 @dataclass
@@ -105,8 +106,16 @@ def finish(session, opts: FinishOptions) -> Outcome:
         page = "gate.html"
     else:
         note, page = (out.lines[0] if out.lines else "not run"), None
+    trends = _record_history(session, opts, out) if opts.history else None
     out.report = run_report.write(
-        session.run_dir, session.records, session.fingerprint, out.report_lines, slow, note, page
+        session.run_dir,
+        session.records,
+        session.fingerprint,
+        out.report_lines,
+        slow,
+        note,
+        page,
+        trends,
     )
     if opts.save_baseline:
         _save(session, opts, out)
@@ -147,6 +156,23 @@ def _gate(session, opts: FinishOptions, out: Outcome) -> None:
             f"`pytest --benchmark-only --perf-profile {session.profile.name} "
             f"--perf-save-baseline` and commit it."
         )
+
+
+def _record_history(session, opts: FinishOptions, out: Outcome) -> str | None:
+    """Import the finished run into the results history; the report's trend charts for this
+    run's points come back."""
+    from perfsuite.gate.trends import figures
+    from perfsuite.store.database import StoreError, open_history
+
+    try:
+        store = open_history(opts.history)
+        done = store.import_run(session.run_dir)
+    except StoreError as exc:
+        out.lines.append(f"history NOT written: {exc}")
+        out.fail = True
+        return None
+    out.lines.append(f"history: run {'recorded' if done.added else 'already'} in {store.safe_url}")
+    return figures(store, sorted({r["id"] for r in session.records}))
 
 
 def _save(session, opts: FinishOptions, out: Outcome) -> None:

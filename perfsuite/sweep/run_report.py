@@ -143,6 +143,7 @@ def html_page(
     slow: list[SlowInt8],
     gate_note: str,
     gate_page: str | None,
+    trends: str | None = None,
 ) -> str:
     esc = html.escape
     imgs = "".join(
@@ -171,10 +172,14 @@ def html_page(
 <style>body{{font-family:sans-serif;margin:2em}}pre{{font-size:12px}}</style></head><body>
 <h1>perfsuite run on {esc(str(fingerprint.get("hardware_class")))}</h1>
 <p id="gate">Regression gate: {esc(gate_note)}{link}</p>
-<h2>Sweep</h2><pre>{esc(chr(10).join(lines))}</pre>{diag}{imgs}</body></html>"""
+<h2>Sweep</h2><pre>{esc(chr(10).join(lines))}</pre>{diag}{imgs}
+{"<h2>Trends (results history)</h2>" + trends if trends else ""}</body></html>"""
 
 
-def write(run_dir: Path, records, fingerprint, lines, slow, gate_note, gate_page) -> Path:
+def write(
+    run_dir: Path, records, fingerprint, lines, slow, gate_note, gate_page, trends=None
+) -> Path:
     path = Path(run_dir) / "report.html"
-    atomic_write_text(path, html_page(records, fingerprint, lines, slow, gate_note, gate_page))
+    page = html_page(records, fingerprint, lines, slow, gate_note, gate_page, trends)
+    atomic_write_text(path, page)
     return path

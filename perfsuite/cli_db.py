@@ -1,0 +1,351 @@
+"""``perfsuite db``: the results history (import, runs, history, changes, annotate, exclude,
+export, trends, fleet). Exit codes as the rest of the CLI: 0 done; 1 ``changes
+--fail-on-change`` found one, or ``fleet`` has a failing host; 2 bad input or a store that
+cannot be opened."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from perfsuite.options import add_store_option, fraction, positive_float, positive_int
+
+METRICS = ["latency_median_ms", "latency_p90_ms", "latency_p99_ms", "throughput_ips"]
+
+
+def _store(args):
+    from perfsuite.store.database import open_history
+
+    return open_history(args.store)
+
+
+def _print_json(data) -> None:
+    json.dump(data, sys.stdout, indent=1, default=str)
+    sys.stdout.write("\n")
+
+
+def _table(title: str, columns: list[str], rows: list[list]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for c in columns:
+        table.add_column(c)
+    for r in rows:
+        table.add_row(*[str(x) for x in r])
+    Console(width=200).print(table)
+
+
+def cmd_import(args) -> int:
+    store = _store(args)
+    added = 0
+    for path in args.paths:
+        if not Path(path).exists():
+            print(f"perfsuite db import: {path}: no such file or directory", file=sys.stderr)
+            return 2
+    for path in args.paths:
+        done = store.import_path(Path(path), commit=args.commit)
+        added += done.added
+        print(f"{'added' if done.added else 'already stored'}: {done.kind} {done.source}")
+    print(f"{added} added, {len(args.paths) - added} already stored ({store.safe_url})")
+    return 0
+
+
+def cmd_runs(args) -> int:
+    rows = _store(args).runs(limit=args.limit)
+    if args.json:
+        _print_json(rows)
+        return 0
+    _table(
+        "runs, newest first",
+        ["id", "key", "time (UTC)", "kind", "class", "profile", "points", "excluded"],
+        [
+            [
+                r["id"],
+                r["run_key"][:10],
+                f"{r['started_at']:%Y-%m-%d %H:%M:%S}",
+                r["kind"],
+                r["hardware_class"],
+                r["profile"],
+                r["points"],
+                r["excluded_reason"] if r["excluded"] else "",
+            ]
+            for r in rows
+        ],
+    )
+    return 0
+
+
+def cmd_history(args) -> int:
+    series = _store(args).series(args.pattern, metric=args.metric, hardware_class=args.hw_class)
+    if not series:
+        print(f"perfsuite db history: no benchmark matches {args.pattern!r}", file=sys.stderr)
+        return 2
+    if args.json:
+        _print_json(
+            [
+                {
+                    "benchmark": n,
+                    "hardware_class": hw,
+                    "metric": args.metric,
+                    "runs": [
+                        {
+                            "run_id": p.run_id,
+                            "run_key": p.run_key,
+                            "started_at": p.started_at.isoformat(),
+                            "value": p.value,
+                            "q1": p.low,
+                            "q3": p.high,
+                        }
+                        for p in s
+                    ],
+                }
+                for (n, hw), s in sorted(series.items())
+            ]
+        )
+        return 0
+    rows = [
+        [n, hw, p.run_id, f"{p.started_at:%Y-%m-%d %H:%M}", f"{p.value:.4g}"]
+        for (n, hw), s in sorted(series.items())
+        for p in s
+    ]
+    _table(f"history of {args.metric}", ["benchmark", "class", "run", "time (UTC)", "value"], rows)
+    return 0
+
+
+def cmd_changes(args) -> int:
+    from perfsuite.gate.history import detect
+
+    found = detect(
+        _store(args),
+        args.pattern,
+        metric=args.metric,
+        hardware_class=args.hw_class,
+        window=args.window,
+        max_pvalue=args.max_pvalue,
+        min_magnitude=args.min_magnitude,
+    )
+    if args.json:
+        _print_json([c.as_dict() for c in found])
+    elif found:
+        _table(
+            f"change points in {args.metric}",
+            ["benchmark", "class", "index", "run", "time (UTC)", "before", "after", "change", "p"],
+            [
+                [
+                    c.benchmark,
+                    c.hardware_class,
+                    c.index,
+                    c.run_id,
+                    f"{c.started_at:%Y-%m-%d %H:%M}",
+                    f"{c.before:.4g}",
+                    f"{c.after:.4g}",
+                    f"{c.change:+.1%}",
+                    f"{c.p_value:.1e}",
+                ]
+                for c in found
+            ],
+        )
+    else:
+        print("no change points")
+    return 1 if (found and args.fail_on_change) else 0
+
+
+def cmd_annotate(args) -> int:
+    store = _store(args)
+    n = store.annotate(
+        args.pattern, args.run, args.text, accepted=args.accept, hardware_class=args.hw_class
+    )
+    kind = "accepted change" if args.accept else "note"
+    print(f"annotation {n}: {kind} for {args.pattern} from run {args.run}")
+    return 0
+
+
+def cmd_exclude(args) -> int:
+    run_id = _store(args).exclude(args.run, args.reason)
+    print(f"run {run_id} excluded: {args.reason}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from perfsuite.files import atomic_write_text
+
+    runs = _store(args).export(args.run)
+    text = json.dumps({"schema": "perfsuite.history-export/1", "runs": runs}, indent=1, default=str)
+    if args.out:
+        atomic_write_text(args.out, text + "\n")
+        print(f"{len(runs)} runs written to {args.out}")
+    else:
+        sys.stdout.write(text + "\n")
+    return 0
+
+
+def cmd_trends(args) -> int:
+    from perfsuite.files import atomic_write_text
+    from perfsuite.gate.trends import render
+
+    page = render(_store(args), args.pattern, metric=args.metric)
+    atomic_write_text(args.out, page)
+    print(f"trend page: {args.out}")
+    return 0
+
+
+def cmd_fleet(args) -> int:
+    from perfsuite.files import atomic_write_text
+    from perfsuite.qualify import fleet
+
+    rules = fleet.load_rules(args.rules)
+    reports = _store(args).qualifications(args.hw_class)
+    classes = sorted({r["hardware_class"] for r in reports})
+    if len(classes) != 1:
+        print(
+            "perfsuite db fleet: "
+            + (
+                f"hosts of {len(classes)} classes ({', '.join(classes)}); pick one with --class"
+                if classes
+                else "no qualification reports in the store"
+            ),
+            file=sys.stderr,
+        )
+        return 2
+    hosts = {}
+    for r in reports:
+        fields = r["report"]["fingerprint"]["fields"]
+        name = fields.get("os.hostname") or f"host{r['host_id']}"
+        hosts[f"{name}" if name not in hosts else f"{name}#{r['host_id']}"] = r
+    scores = fleet.score(
+        {n: fleet.metrics(r["report"]["measurements"]) for n, r in hosts.items()}, rules, classes[0]
+    )
+    if args.json:
+        _print_json([s.as_dict() for s in scores])
+    else:
+        _table(
+            f"fleet of {classes[0]}: {len(scores)} hosts",
+            ["host", "class", "qualify", "fleet", "failing", "outliers (|z|>3.5)"],
+            [
+                [
+                    s.host,
+                    s.hardware_class,
+                    hosts[s.host]["report"]["verdict"],
+                    s.verdict,
+                    ", ".join(
+                        f"{f['metric']} ({f['category']}"
+                        + (
+                            f" {f['deviation']:+.1%})"
+                            if f["deviation"] is not None
+                            else " missing)"
+                        )
+                        for f in s.failures
+                    )
+                    or "-",
+                    ", ".join(s.outliers) or "-",
+                ]
+                for s in scores
+            ],
+        )
+    if args.out:
+        for s in scores:
+            atomic_write_text(args.out / f"{s.host}.json", json.dumps(s.as_dict(), indent=1))
+        print(f"per-host verdicts: {args.out}/<host>.json")
+    if args.save_reference:
+        from perfsuite.qualify.checks import make_reference
+
+        good = [hosts[s.host]["report"] for s in scores if s.verdict == "PASS"]
+        if not good:
+            print("perfsuite db fleet: no passing host to build a reference from", file=sys.stderr)
+            return 1
+        import datetime
+
+        when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+        ref = make_reference(good[0]["fingerprint"], [g["measurements"] for g in good], when=when)
+        ref["source"] += f"; fleet median over {len(good)} passing hosts"
+        atomic_write_text(args.save_reference, json.dumps(ref, indent=1) + "\n")
+        print(f"reference saved: {args.save_reference}")
+    return 1 if any(s.verdict == "FAIL" for s in scores) else 0
+
+
+def add_parser(sub) -> None:
+    db = sub.add_parser("db", help="the results history: import, runs, history, changes, ...")
+    add_store_option(db.add_argument, "--")
+    cmds = db.add_subparsers(dest="db_command", required=True)
+
+    def command(name, func, help_):
+        p = cmds.add_parser(name, help=help_)
+        p.set_defaults(func=func)
+        return p
+
+    def pattern(p, required=True):
+        kw = {} if required else {"nargs": "?", "default": "*"}
+        p.add_argument("pattern", metavar="ID_GLOB", help="benchmark ids, fnmatch style", **kw)
+
+    def metric(p):
+        p.add_argument("--metric", choices=METRICS, default="latency_median_ms")
+        p.add_argument("--class", dest="hw_class", default=None, help="one hardware class")
+
+    p = command("import", cmd_import, "import run directories, baselines, qualification.json")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--commit", default=None, help="the commit the runs measured")
+    p = command("runs", cmd_runs, "list the stored runs")
+    p.add_argument("--limit", type=positive_int, default=None)
+    p.add_argument("--json", action="store_true")
+    p = command("history", cmd_history, "a metric's value per run")
+    pattern(p)
+    metric(p)
+    p.add_argument("--json", action="store_true")
+    p = command("changes", cmd_changes, "change points (E-divisive means + t-test)")
+    pattern(p, required=False)
+    metric(p)
+    p.add_argument("--window", type=positive_int, default=50, help="runs per window (50)")
+    p.add_argument("--max-pvalue", type=fraction, default=0.001, help="(0.001)")
+    p.add_argument(
+        "--min-magnitude",
+        type=positive_float,
+        default=None,
+        help="smallest relative step (default: twice the series' noise)",
+    )
+    p.add_argument("--fail-on-change", action="store_true", help="exit 1 when one is found")
+    p.add_argument("--json", action="store_true")
+    p = command("annotate", cmd_annotate, "annotate benchmarks from a run on")
+    pattern(p)
+    p.add_argument("--run", required=True, help="run id or key prefix")
+    p.add_argument("--text", required=True)
+    p.add_argument(
+        "--accept",
+        action="store_true",
+        help="an accepted change: detection starts anew at this run",
+    )
+    p.add_argument("--class", dest="hw_class", default=None)
+    p = command("exclude", cmd_exclude, "leave a run out of every series")
+    p.add_argument("run", help="run id or key prefix")
+    p.add_argument("--reason", required=True)
+    p = command("export", cmd_export, "runs and results as JSON")
+    p.add_argument("--run", default=None, help="one run (id or key prefix)")
+    p.add_argument("--out", type=Path, default=None)
+    p = command("trends", cmd_trends, "a static HTML page of trend charts")
+    pattern(p, required=False)
+    p.add_argument("--metric", choices=METRICS, default="latency_median_ms")
+    p.add_argument("--out", type=Path, default=Path("trends.html"))
+    p = command("fleet", cmd_fleet, "score stored qualification reports across hosts")
+    p.add_argument("--class", dest="hw_class", default=None)
+    p.add_argument("--rules", type=Path, default=None, help="rule file (TOML)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--out", type=Path, default=None, help="write <host>.json verdicts here")
+    p.add_argument(
+        "--save-reference",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a reference for the class: median over the passing hosts",
+    )
+
+
+def input_errors() -> tuple[type[Exception], ...]:
+    from perfsuite.qualify.fleet import FleetError
+    from perfsuite.store.database import StoreError
+
+    return (StoreError, FleetError)
+
+
+__all__ = ["add_parser", "input_errors", "argparse"]

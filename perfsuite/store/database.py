@@ -1,0 +1,550 @@
+"""The results history: a SQL database chosen by SQLAlchemy URL, as pytest-benchmark chooses
+its storage. The embedded default is a SQLite file in the user's data directory; a
+``postgresql+psycopg://`` URL serves a fleet. The schema (store/schema.py) is brought to the
+newest Alembic revision whenever a store is opened.
+
+Every write is one transaction, and everything imported is keyed by a hash of its content,
+so importing a run directory, baseline or qualification report twice adds nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+
+from perfsuite import records
+from perfsuite.store import schema as t
+from perfsuite.store.baseline import BaselineError, thin_samples
+from perfsuite.store.files import SUMMARY, read_run
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+ENV = "PERFSUITE_STORE"
+
+
+class StoreError(ValueError):
+    """A store that cannot be opened or an input that cannot be imported (exit 2)."""
+
+
+def default_url() -> str:
+    """``$PERFSUITE_STORE``, else a SQLite file in the user's data directory."""
+    if os.environ.get(ENV):
+        return os.environ[ENV]
+    from platformdirs import user_data_path
+
+    return f"sqlite:///{user_data_path('perfsuite') / 'history.sqlite'}"
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    # SQLite hands back naive datetimes; everything stored is UTC.
+    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+
+
+def _key(*parts) -> str:
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _host_key(fp: dict) -> str:
+    fields = fp["fields"]
+    classes = fp.get("classes", {})
+    # A host is its hardware plus its name: software and clocks change, the host does not.
+    ident = {k: v for k, v in fields.items() if classes.get(k) == "must_match"}
+    ident["os.hostname"] = fields.get("os.hostname")
+    return _key(fp["hardware_class"], ident)
+
+
+@dataclass(frozen=True)
+class Imported:
+    kind: str  # run | baseline | qualification
+    source: str
+    added: bool  # False: already in the store
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    run_id: int
+    run_key: str
+    started_at: dt.datetime
+    value: float
+    low: float  # spread band: quartiles of the run's (thinned) samples
+    high: float
+
+
+class HistoryStore:
+    scheme = "sql"
+
+    def __init__(self, url: str):
+        self.url = url
+        try:
+            url_ = sa.engine.make_url(url)
+        except ArgumentError:
+            raise StoreError(f"result store {url!r} is not a database URL") from None
+        kwargs: dict = {}
+        if url_.get_backend_name() == "sqlite":
+            if url_.database and url_.database != ":memory:":
+                folder = Path(url_.database).parent
+                try:
+                    folder.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreError(f"result store {url}: {exc.strerror}: {folder}") from None
+            kwargs["connect_args"] = {"timeout": 60}  # wait for another writer's lock
+        try:
+            self.engine = sa.create_engine(url_, **kwargs)
+        except (NoSuchModuleError, ImportError) as exc:
+            raise StoreError(f"result store {url!r}: no driver for it ({exc})") from None
+        if url_.get_backend_name() == "sqlite":
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        self.migrate()
+
+    # --- schema -------------------------------------------------------------------------
+    def migrate(self) -> None:
+        from alembic import command
+        from alembic.config import Config
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        try:
+            with self.engine.begin() as conn:
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "head")
+        except OperationalError as exc:
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+            raise StoreError(f"result store {self.safe_url}: cannot open it: {reason}") from None
+
+    @property
+    def safe_url(self) -> str:
+        return sa.engine.make_url(self.url).render_as_string(hide_password=True)
+
+    def revision(self) -> str | None:
+        from alembic.migration import MigrationContext
+
+        with self.engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+
+    # --- writing ------------------------------------------------------------------------
+    def import_path(self, path: Path, *, commit: str | None = None) -> Imported:
+        """Import a run directory (or its summary.json), a baseline file or a
+        qualification.json; which one it is, is read from the files."""
+        path = Path(path)
+        if path.is_dir() or path.name == SUMMARY:
+            return self.import_run(path, commit=commit)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{path}: unreadable: {exc}") from None
+        schema = str(data.get("schema", "")) if isinstance(data, dict) else ""
+        if schema.startswith("perfsuite.baseline/"):
+            return self.import_baseline(path, data)
+        if schema.startswith("perfsuite.qualification/"):
+            return self.import_qualification(path, data)
+        raise StoreError(
+            f"{path}: neither a run directory, a baseline nor a qualification report "
+            f"(schema {schema or 'missing'})"
+        )
+
+    def import_run(self, path: Path, *, commit: str | None = None) -> Imported:
+        try:
+            fp, recs, run_dir = read_run(path)
+            summary = json.loads((run_dir / SUMMARY).read_text())
+        except BaselineError as exc:
+            raise StoreError(str(exc)) from None
+        verdicts = _gate_verdicts(run_dir)
+        stamps = [r["timestamp"] for r in recs]
+        started = dt.datetime.fromtimestamp(min(stamps), dt.timezone.utc)
+        key = _key("run", fp["fields"], recs)
+        run = {
+            "run_key": key,
+            "kind": "run",
+            "started_at": started,
+            "profile": summary["profile"].get("name", "?"),
+            "perfsuite_version": fp["fields"].get("software.perfsuite"),
+            "software": recs[0].get("software", {}),
+            "commit": commit or summary.get("commit"),
+            "source": str(run_dir),
+        }
+        added = self._write(fp, run, recs, verdicts)
+        return Imported("run", str(run_dir), added)
+
+    def import_baseline(self, path: Path, data: dict) -> Imported:
+        """A baseline as one run of kind 'baseline' (its entries' samples), dated by its
+        newest entry; history series leave baselines out."""
+        try:
+            base = records.dump(records.load_baseline(data, f"baseline {path}"))
+        except records.RecordError as exc:
+            raise StoreError(str(exc)) from None
+        fp = {"hardware_class": base["hardware_class"], **base["fingerprint"]}
+        recs = [
+            {
+                "id": pid,
+                "status": "ok",
+                "point": e["point"],
+                "samples_s": e["samples_s"],
+                "stats": e["stats"],
+                "software": e["software"],
+                "interference": None,
+            }
+            for pid, e in base["entries"].items()
+        ]
+        newest = max(e["recorded"] for e in base["entries"].values())
+        run = {
+            "run_key": _key("baseline", base),
+            "kind": "baseline",
+            "started_at": _utc(dt.datetime.fromisoformat(newest.replace("Z", "+00:00"))),
+            "profile": base["profile"],
+            "perfsuite_version": fp["fields"].get("software.perfsuite"),
+            "software": recs[0]["software"] if recs else {},
+            "commit": None,
+            "source": str(path),
+        }
+        return Imported("baseline", str(path), self._write(fp, run, recs, {}))
+
+    def import_qualification(self, path: Path, data: dict) -> Imported:
+        try:
+            report = records.dump(records.load_qualification(data, str(path)))
+        except records.RecordError as exc:
+            raise StoreError(str(exc)) from None
+        fp = report["fingerprint"]
+        key = _key("qualification", report)
+        saved = (report.get("measurements") or {}).get("recorded_at")
+        when = (
+            _utc(dt.datetime.fromisoformat(saved))
+            if saved
+            else dt.datetime.fromtimestamp(Path(path).stat().st_mtime, dt.timezone.utc)
+        )
+        with self.engine.begin() as conn:
+            if conn.scalar(
+                sa.select(t.qualifications.c.id).where(t.qualifications.c.report_key == key)
+            ):
+                return Imported("qualification", str(path), False)
+            host_id = self._host(conn, fp)
+            conn.execute(
+                t.qualifications.insert().values(
+                    report_key=key,
+                    host_id=host_id,
+                    recorded_at=when,
+                    verdict=report["verdict"],
+                    report=report,
+                )
+            )
+        return Imported("qualification", str(path), True)
+
+    def _host(self, conn, fp: dict) -> int:
+        key = _host_key(fp)
+        found = conn.scalar(sa.select(t.hosts.c.id).where(t.hosts.c.fingerprint_hash == key))
+        if found is not None:
+            return found
+        fields = {
+            "hardware_class": fp["hardware_class"],
+            "fields": fp["fields"],
+            "classes": fp.get("classes", {}),
+        }
+        return conn.execute(
+            t.hosts.insert().values(
+                fingerprint_hash=key,
+                hardware_class=fp["hardware_class"],
+                fingerprint=fields,
+            )
+        ).inserted_primary_key[0]
+
+    def _benchmarks(self, conn, recs: list[dict]) -> dict[str, int]:
+        names = sorted({r["id"] for r in recs})
+        rows = conn.execute(
+            sa.select(t.benchmarks.c.name, t.benchmarks.c.id).where(t.benchmarks.c.name.in_(names))
+        ).all()
+        ids = dict(rows)
+        missing = [r for r in {r["id"]: r for r in recs}.values() if r["id"] not in ids]
+        for r in missing:
+            ids[r["id"]] = conn.execute(
+                t.benchmarks.insert().values(name=r["id"], point=r["point"])
+            ).inserted_primary_key[0]
+        return ids
+
+    def _write(self, fp: dict, run: dict, recs: list[dict], verdicts: dict) -> bool:
+        with self.engine.begin() as conn:
+            if conn.scalar(sa.select(t.runs.c.id).where(t.runs.c.run_key == run["run_key"])):
+                return False
+            host_id = self._host(conn, fp)
+            run_id = conn.execute(
+                t.runs.insert().values(host_id=host_id, excluded=False, **run)
+            ).inserted_primary_key[0]
+            bench = self._benchmarks(conn, recs)
+            conn.execute(t.results.insert(), [_result_row(run_id, bench[r["id"]], r) for r in recs])
+            rows = [
+                {
+                    "run_id": run_id,
+                    "benchmark_id": bench[v["id"]],
+                    "verdict": v["verdict"],
+                    "change": v.get("change"),
+                    "p_value": v.get("p_value"),
+                    "confirmed": v.get("confirmed"),
+                    "reason": v.get("reason", ""),
+                }
+                for v in verdicts.values()
+                if v["id"] in bench
+            ]
+            if rows:
+                conn.execute(t.verdicts.insert(), rows)
+        return True
+
+    def exclude(self, run_ref: str, reason: str) -> int:
+        """Leave a run out of every series (a broken night), with the reason."""
+        with self.engine.begin() as conn:
+            run_id = self._run_id(conn, run_ref)
+            conn.execute(
+                t.runs.update()
+                .where(t.runs.c.id == run_id)
+                .values(excluded=True, excluded_reason=reason)
+            )
+        return run_id
+
+    def annotate(
+        self,
+        benchmarks: str,
+        run_ref: str,
+        text: str,
+        *,
+        accepted: bool,
+        hardware_class: str | None = None,
+    ) -> int:
+        """An annotation from run ``run_ref`` on; an accepted change starts the series
+        (for change detection) anew there, as Conbench's reference reset does."""
+        with self.engine.begin() as conn:
+            run_id = self._run_id(conn, run_ref)
+            return conn.execute(
+                t.annotations.insert().values(
+                    benchmarks=benchmarks,
+                    hardware_class=hardware_class,
+                    run_id=run_id,
+                    accepted=accepted,
+                    text=text,
+                    created_at=dt.datetime.now(dt.timezone.utc),
+                )
+            ).inserted_primary_key[0]
+
+    def _run_id(self, conn, ref: str) -> int:
+        """A run by its id, or by a prefix of its key (at least 6 hex digits)."""
+        ref = str(ref)
+        if ref.isdigit() and conn.scalar(sa.select(t.runs.c.id).where(t.runs.c.id == int(ref))):
+            return int(ref)
+        if len(ref) >= 6:
+            found = (
+                conn.execute(sa.select(t.runs.c.id).where(t.runs.c.run_key.startswith(ref.lower())))
+                .scalars()
+                .all()
+            )
+            if len(found) == 1:
+                return found[0]
+            if len(found) > 1:
+                raise StoreError(f"run {ref!r} is ambiguous: {len(found)} runs match")
+        raise StoreError(f"no run {ref!r} in {self.safe_url}")
+
+    def save_change_points(self, examined: list[tuple[int, str, str]], found: list[dict]) -> None:
+        """Replace the stored change points of every examined series (benchmark id,
+        hardware class, metric) with ``found``."""
+        now = dt.datetime.now(dt.timezone.utc)
+        cp = t.change_points.c
+        with self.engine.begin() as conn:
+            for b, hw, metric in set(examined):
+                conn.execute(
+                    t.change_points.delete().where(
+                        cp.benchmark_id == b, cp.hardware_class == hw, cp.metric == metric
+                    )
+                )
+            if found:
+                conn.execute(t.change_points.insert(), [c | {"detected_at": now} for c in found])
+
+    # --- reading ------------------------------------------------------------------------
+    def runs(self, *, limit: int | None = None) -> list[dict]:
+        n = sa.func.count(t.results.c.id).label("points")
+        q = (
+            sa.select(t.runs, t.hosts.c.hardware_class, n)
+            .join(t.hosts, t.hosts.c.id == t.runs.c.host_id)
+            .outerjoin(t.results, t.results.c.run_id == t.runs.c.id)
+            .group_by(t.runs.c.id, t.hosts.c.hardware_class)
+            .order_by(t.runs.c.started_at.desc(), t.runs.c.id.desc())
+        )
+        if limit:
+            q = q.limit(limit)
+        with self.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(q)]
+        for r in rows:
+            r["started_at"] = _utc(r["started_at"])
+        return rows
+
+    def benchmark_names(self, pattern: str = "*") -> dict[str, int]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(t.benchmarks.c.name, t.benchmarks.c.id)).all()
+        return {name: i for name, i in rows if fnmatchcase(name, pattern)}
+
+    def series(
+        self,
+        pattern: str = "*",
+        *,
+        metric: str = "latency_median_ms",
+        hardware_class: str | None = None,
+    ) -> dict[tuple[str, str], list[SeriesPoint]]:
+        """Per (benchmark, hardware class): one value per run, oldest first; runs of kind
+        'run' that are not excluded, with results that are ok."""
+        if metric not in (
+            "latency_median_ms",
+            "latency_p90_ms",
+            "latency_p99_ms",
+            "throughput_ips",
+        ):
+            raise StoreError(f"unknown metric {metric!r}")
+        names = self.benchmark_names(pattern)
+        if not names:
+            return {}
+        value = t.results.c[metric]
+        q = (
+            sa.select(
+                t.benchmarks.c.name,
+                t.hosts.c.hardware_class,
+                t.runs.c.id,
+                t.runs.c.run_key,
+                t.runs.c.started_at,
+                value,
+                t.results.c.samples_s,
+            )
+            .join(t.results, t.results.c.benchmark_id == t.benchmarks.c.id)
+            .join(t.runs, t.runs.c.id == t.results.c.run_id)
+            .join(t.hosts, t.hosts.c.id == t.runs.c.host_id)
+            .where(
+                t.benchmarks.c.id.in_(list(names.values())),
+                t.runs.c.kind == "run",
+                t.runs.c.excluded.is_(False),
+                t.results.c.status == "ok",
+                value.is_not(None),
+            )
+            .order_by(t.runs.c.started_at, t.runs.c.id)
+        )
+        if hardware_class:
+            q = q.where(t.hosts.c.hardware_class == hardware_class)
+        out: dict[tuple[str, str], list[SeriesPoint]] = {}
+        with self.engine.connect() as conn:
+            for name, hw, run_id, key, started, v, samples in conn.execute(q):
+                low, high = _band(samples, v, metric)
+                out.setdefault((name, hw), []).append(
+                    SeriesPoint(run_id, key, _utc(started), float(v), low, high)
+                )
+        return out
+
+    def annotations(self, pattern: str = "*") -> list[dict]:
+        q = (
+            sa.select(t.annotations, t.runs.c.run_key, t.runs.c.started_at)
+            .join(t.runs, t.runs.c.id == t.annotations.c.run_id)
+            .order_by(t.runs.c.started_at)
+        )
+        with self.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(q)]
+        return [r for r in rows if pattern == "*" or _globs_meet(r["benchmarks"], pattern)]
+
+    def qualifications(self, hardware_class: str | None = None) -> list[dict]:
+        """The newest qualification report of each host (of one class)."""
+        q = (
+            sa.select(
+                t.qualifications.c.report,
+                t.qualifications.c.recorded_at,
+                t.hosts.c.id.label("host_id"),
+                t.hosts.c.hardware_class,
+            )
+            .join(t.hosts, t.hosts.c.id == t.qualifications.c.host_id)
+            .order_by(t.qualifications.c.recorded_at)
+        )
+        if hardware_class:
+            q = q.where(t.hosts.c.hardware_class == hardware_class)
+        newest: dict[int, dict] = {}
+        with self.engine.connect() as conn:
+            for r in conn.execute(q):
+                newest[r.host_id] = dict(r._mapping)
+        return list(newest.values())
+
+    def export(self, run_ref: str | None = None) -> list[dict]:
+        """Runs with their results as plain JSON (all runs, or one)."""
+        with self.engine.connect() as conn:
+            q = (
+                sa.select(t.runs, t.hosts.c.hardware_class)
+                .join(t.hosts, t.hosts.c.id == t.runs.c.host_id)
+                .order_by(t.runs.c.started_at)
+            )
+            if run_ref is not None:
+                q = q.where(t.runs.c.id == self._run_id(conn, run_ref))
+            runs = [dict(r._mapping) for r in conn.execute(q)]
+            res = sa.select(t.results, t.benchmarks.c.name).join(
+                t.benchmarks, t.benchmarks.c.id == t.results.c.benchmark_id
+            )
+            by_run: dict[int, list[dict]] = {}
+            for r in conn.execute(res.where(t.results.c.run_id.in_([x["id"] for x in runs]))):
+                row = dict(r._mapping)
+                by_run.setdefault(row["run_id"], []).append(row)
+        for run in runs:
+            run["started_at"] = _utc(run["started_at"]).isoformat()
+            run["results"] = [
+                {k: v for k, v in row.items() if k not in ("id", "run_id", "benchmark_id")}
+                for row in sorted(by_run.get(run["id"], []), key=lambda x: x["name"])
+            ]
+        return runs
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA journal_mode=WAL")  # readers do not wait for the nightly writer
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def _result_row(run_id: int, benchmark_id: int, r: dict) -> dict:
+    stats = r.get("stats") or {}
+    interference = r.get("interference")
+    return {
+        "run_id": run_id,
+        "benchmark_id": benchmark_id,
+        "status": r["status"],
+        "latency_median_ms": stats.get("latency_p50_ms"),
+        "latency_p90_ms": stats.get("latency_p90_ms"),
+        "latency_p99_ms": stats.get("latency_p99_ms"),
+        "throughput_ips": stats.get("throughput_ips"),
+        "cv": stats.get("cv"),
+        "n": stats.get("n"),
+        "samples_s": thin_samples(r.get("samples_s") or []),
+        "stats": stats or None,
+        "interference": interference,
+        "contaminated": bool((interference or {}).get("contaminated")),
+        "error": r.get("error"),
+    }
+
+
+def _band(samples: list[float] | None, value: float, metric: str) -> tuple[float, float]:
+    if not samples or metric != "latency_median_ms":
+        return value, value
+    import numpy as np
+
+    q1, q3 = np.percentile(np.asarray(samples) * 1e3, [25, 75])
+    return float(q1), float(q3)
+
+
+def _gate_verdicts(run_dir: Path) -> dict:
+    path = run_dir / "gate.json"
+    if not path.is_file():
+        return {}
+    try:
+        gate = records.dump(records.load_gate_report(json.loads(path.read_text()), str(path)))
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"{path}: {exc}") from None
+    return {v["id"]: v for v in gate["verdicts"]}
+
+
+def _globs_meet(glob: str, pattern: str) -> bool:
+    return fnmatchcase(pattern, glob) or fnmatchcase(glob, pattern) or glob == "*"
+
+
+def open_history(url: str | None = None) -> HistoryStore:
+    return HistoryStore(url or default_url())
