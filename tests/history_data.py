@@ -18,10 +18,18 @@ T0 = 1.79e9  # 2026-09
 def fingerprint(host: str = "vm", hardware_class: str = "amd-zen4-2c-1n") -> dict:
     return {
         "hardware_class": hardware_class,
-        "fields": {"cpu.microarchitecture": "zen4", "cpu.physical_cores": 2,
-                   "os.hostname": host, "software.perfsuite": "0.1.0"},
-        "classes": {"cpu.microarchitecture": "must_match", "cpu.physical_cores": "must_match",
-                    "os.hostname": "informational", "software.perfsuite": "informational"},
+        "fields": {
+            "cpu.microarchitecture": "zen4",
+            "cpu.physical_cores": 2,
+            "os.hostname": host,
+            "software.perfsuite": "0.1.0",
+        },
+        "classes": {
+            "cpu.microarchitecture": "must_match",
+            "cpu.physical_cores": "must_match",
+            "os.hostname": "informational",
+            "software.perfsuite": "informational",
+        },
     }
 
 
@@ -36,8 +44,16 @@ def record(pid: str, median_s: float, ts: float, rng, n: int = 20, cv: float = 0
         "schema": "perfsuite.result/2",
         "id": pid,
         "status": "ok",
-        "point": {"id": pid, "model": pid.split("-")[0], "framework": "fw", "precision": "fp32",
-                  "threads": 1, "numa_node": None, "batch": 1, "mode": "latency"},
+        "point": {
+            "id": pid,
+            "model": pid.split("-")[0],
+            "framework": "fw",
+            "precision": "fp32",
+            "threads": 1,
+            "numa_node": None,
+            "batch": 1,
+            "mode": "latency",
+        },
         "samples_s": samples.tolist(),
         "stats": summarize(samples),
         "timestamp": ts,
@@ -46,27 +62,47 @@ def record(pid: str, median_s: float, ts: float, rng, n: int = 20, cv: float = 0
     }
 
 
-def write_run(root: Path, index: int, medians: dict[str, float], *, host: str = "vm",
-              seed: int = 0, hardware_class: str = "amd-zen4-2c-1n") -> Path:
+def write_run(
+    root: Path,
+    index: int,
+    medians: dict[str, float],
+    *,
+    host: str = "vm",
+    seed: int = 0,
+    hardware_class: str = "amd-zen4-2c-1n",
+) -> Path:
     """Run ``index`` (one a day from T0) with one point per entry of ``medians`` (seconds)."""
     rng = np.random.default_rng(seed * 100003 + index)
     run = Path(root) / f"run-{host}-{index:05d}"
     (run / "points").mkdir(parents=True)
-    recs = [record(pid, m, T0 + index * DAY + k, rng) for k, (pid, m) in
-            enumerate(sorted(medians.items()))]
+    recs = [
+        record(pid, m, T0 + index * DAY + k, rng)
+        for k, (pid, m) in enumerate(sorted(medians.items()))
+    ]
     for r in recs:
         r["hardware_class"] = hardware_class
         (run / "points" / f"{r['id']}.json").write_text(json.dumps(r))
-    summary = {"schema": "perfsuite.run/1", "profile": {"name": "nightly"},
-               "fingerprint": fingerprint(host, hardware_class),
-               "points": [{"id": r["id"], "status": "ok"} for r in recs]}
+    summary = {
+        "schema": "perfsuite.run/1",
+        "profile": {"name": "nightly"},
+        "fingerprint": fingerprint(host, hardware_class),
+        "points": [{"id": r["id"], "status": "ok"} for r in recs],
+    }
     (run / "summary.json").write_text(json.dumps(summary))
     return run
 
 
-def step_history(root: Path, runs: int, points: int, *, step_point: int | None = 0,
-                 step_at: int = 60, step: float = 0.15, noise: float = 0.01,
-                 seed: int = 0) -> list[Path]:
+def step_history(
+    root: Path,
+    runs: int,
+    points: int,
+    *,
+    step_point: int | None = 0,
+    step_at: int = 60,
+    step: float = 0.15,
+    noise: float = 0.01,
+    seed: int = 0,
+) -> list[Path]:
     """``runs`` nightly runs of ``points`` points; point ``step_point`` gets ``step`` slower
     from run ``step_at`` on; every median has ``noise`` run-to-run CV."""
     rng = np.random.default_rng(seed)

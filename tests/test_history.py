@@ -11,8 +11,8 @@ import uuid
 
 import pytest
 import sqlalchemy as sa
-
 from history_data import fingerprint, point_id, step_history, write_run
+
 from perfsuite.cli import main
 from perfsuite.gate.history import detect
 from perfsuite.store import schema
@@ -155,19 +155,19 @@ def _import(url, paths):
         store.import_path(p)
 
 
-def test_concurrent_importers_lose_nothing(tmp_path):
-    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    HistoryStore(url)
+def test_concurrent_importers_lose_nothing(store_url, tmp_path):
+    """Two processes open a new store (both migrate) and import at once: every run lands
+    (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory lock around migrations)."""
     a = step_history(tmp_path / "a", 15, 4, step_point=None, seed=1)
     b = step_history(tmp_path / "b", 15, 4, step_point=None, seed=2)
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_import, args=(url, paths)) for paths in (a, b)]
+    procs = [ctx.Process(target=_import, args=(store_url, paths)) for paths in (a, b)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(120)
     assert [p.exitcode for p in procs] == [0, 0]
-    assert len(HistoryStore(url).runs()) == 30
+    assert len(HistoryStore(store_url).runs()) == 30
 
 
 def test_db_cli_exit_codes(tmp_path, capsys):
@@ -198,14 +198,26 @@ def test_db_cli_exit_codes(tmp_path, capsys):
 def _qualification(folder, host, bandwidth, **extra):
     fp = fingerprint(host)
     fp["fields"]["os.hostname"] = host
-    measurements = {"bandwidth_gbs": {"0": bandwidth}, "fma_per_core": 120.0,
-                    "fma_all_cores_per_core": 118.0, "gemm_efficiency": 0.8,
-                    "fma_repeats": [120.0], "quick": False}
+    measurements = {
+        "bandwidth_gbs": {"0": bandwidth},
+        "fma_per_core": 120.0,
+        "fma_all_cores_per_core": 118.0,
+        "gemm_efficiency": 0.8,
+        "fma_repeats": [120.0],
+        "quick": False,
+    }
     measurements.update(extra)
     for k in [k for k, v in extra.items() if v is None]:
         del measurements[k]
-    report = {"schema": "perfsuite.qualification/1", "verdict": "PASS", "reference": None,
-              "fingerprint": fp, "measurements": measurements, "seconds": 1.0, "checks": []}
+    report = {
+        "schema": "perfsuite.qualification/1",
+        "verdict": "PASS",
+        "reference": None,
+        "fingerprint": fp,
+        "measurements": measurements,
+        "seconds": 1.0,
+        "checks": [],
+    }
     path = folder / f"q-{host}.json"
     path.write_text(json.dumps(report))
     return path
@@ -219,8 +231,19 @@ def test_fleet_scoring_names_the_odd_host_out(tmp_path, capsys):
     assert main(["db", "--store", url, "import", *map(str, paths)]) == 0
     capsys.readouterr()
     out = tmp_path / "fleet"
-    rc = main(["db", "--store", url, "fleet", "--json", "--out", str(out),
-               "--save-reference", str(tmp_path / "ref.json")])
+    rc = main(
+        [
+            "db",
+            "--store",
+            url,
+            "fleet",
+            "--json",
+            "--out",
+            str(out),
+            "--save-reference",
+            str(tmp_path / "ref.json"),
+        ]
+    )
     scores = {s["host"]: s for s in json.loads(capsys.readouterr().out.split("\nper-host")[0])}
     assert rc == 1
     assert {h for h, s in scores.items() if s["verdict"] == "FAIL"} == {"slowmem", "nogemm"}

@@ -21,6 +21,9 @@ import onnxruntime.quantization  # noqa: E402,F401
 if __import__("importlib.util").util.find_spec("openvino") is not None:
     import openvino  # noqa: E402,F401 - imported inside pytester runs by the openvino points
 
+import sqlalchemy.dialects.postgresql  # noqa: E402,F401
+
+import perfsuite.store.database  # noqa: E402,F401 - and SQLAlchemy's dialects, likewise
 from perfsuite.prepare.models import graph  # noqa: E402,F401
 
 SWEEP = """
@@ -417,6 +420,40 @@ def test_a_framework_is_one_module(sweep, registry, tmp_path):
     record = json.loads(record_file.read_text())
     assert record["status"] == "ok" and record["settings"] == {"threads": 1, "toy": True}
     assert record["stats"]["n"] > 0
+
+
+def test_runs_are_recorded_in_the_history_store(sweep, registry, tmp_path):
+    """--perf-store: each run lands in the history database, and report.html gains its
+    points' trend charts from there; a store that cannot be opened stops before measuring."""
+    from perfsuite.store.database import HistoryStore
+
+    sweep.makeconftest(TOY_BACKEND)
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    args = [
+        *FAST,
+        "--perf-frameworks",
+        "toyfw",
+        "--perf-numa-nodes",
+        "none",
+        "--perf-threads",
+        "1",
+        "--perf-precisions",
+        "fp32",
+        "--perf-store",
+        url,
+    ]
+    for i in range(2):
+        r = sweep.runpytest(*args, "--perf-out", str(tmp_path / f"runs{i}"))
+        assert r.ret == 0, r.stdout.str()
+        assert "history: run recorded in sqlite:///" in r.stdout.str()
+    store = HistoryStore(url)
+    assert [r["points"] for r in store.runs()] == [1, 1]
+    (report,) = (tmp_path / "runs1").glob("*/report.html")
+    page = report.read_text()
+    assert "id='trend-small_cnn-toyfw-fp32-t1-unbound-b1'" in page and "<svg" in page
+    r = sweep.runpytest(*args[:-1], "postgresql+psycopg://nobody@127.0.0.1:1/none")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert "cannot open it" in r.stderr.str() and "collected" not in r.stdout.str()
 
 
 def test_plugin_gate_and_offline_compare_give_the_same_verdicts(sweep, tmp_path, monkeypatch):

@@ -101,6 +101,7 @@ class HistoryStore:
             raise StoreError(f"result store {url!r}: no driver for it ({exc})") from None
         if url_.get_backend_name() == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+            sa.event.listen(self.engine, "begin", _sqlite_begin)
         self.migrate()
 
     # --- schema -------------------------------------------------------------------------
@@ -112,6 +113,8 @@ class HistoryStore:
         cfg.set_main_option("script_location", str(MIGRATIONS))
         try:
             with self.engine.begin() as conn:
+                if conn.dialect.name == "postgresql":  # two first openings: one migrates
+                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(7070797265)"))
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, "head")
         except OperationalError as exc:
@@ -494,11 +497,19 @@ class HistoryStore:
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    dbapi_conn.isolation_level = None  # transactions are begun by _sqlite_begin
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA journal_mode=WAL")  # readers do not wait for the nightly writer
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.close()
+
+
+def _sqlite_begin(conn) -> None:
+    """BEGIN IMMEDIATE: take the write lock up front. A deferred transaction that reads and
+    then writes fails at once (SQLITE_BUSY, no waiting) when another writer committed in
+    between -- two concurrent importers lost runs that way."""
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def _result_row(run_id: int, benchmark_id: int, r: dict) -> dict:
