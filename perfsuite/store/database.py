@@ -239,6 +239,8 @@ class HistoryStore:
         return Imported("qualification", str(path), True)
 
     def _host(self, conn, fp: dict) -> int:
+        if conn.dialect.name == "postgresql":  # serialise importers, as BEGIN IMMEDIATE does
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(7070797266)"))
         key = _host_key(fp)
         found = conn.scalar(sa.select(t.hosts.c.id).where(t.hosts.c.fingerprint_hash == key))
         if found is not None:
