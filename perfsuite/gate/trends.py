@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import io
 from collections import defaultdict
+from fnmatch import fnmatchcase
 
 from perfsuite.gate.history import Change, detect
 from perfsuite.store.database import HistoryStore
@@ -97,7 +98,7 @@ def figures(
         parts.append("<p class='none'>no history for these benchmarks yet</p>")
     for name in sorted(by_bench):
         mine = [c for c in changes if c.benchmark == name]
-        notes_here = [a for a in notes if _matches(name, a["benchmarks"])]
+        notes_here = [a for a in notes if fnmatchcase(name, a["benchmarks"])]
         caption = (
             "; ".join(
                 f"{c.hardware_class}: {c.change:+.1%} at run {c.index} "
@@ -128,9 +129,3 @@ def render(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{t}</title>{STYLE}</head>"
         f"<body><h1>{t}</h1>\n{figures(store, pattern, metric=metric)}\n</body></html>"
     )
-
-
-def _matches(name: str, glob: str) -> bool:
-    from fnmatch import fnmatchcase
-
-    return fnmatchcase(name, glob)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
@@ -538,8 +539,6 @@ def _result_row(run_id: int, benchmark_id: int, r: dict) -> dict:
 def _band(samples: list[float] | None, value: float, metric: str) -> tuple[float, float]:
     if not samples or metric != "latency_median_ms":
         return value, value
-    import numpy as np
-
     q1, q3 = np.percentile(np.asarray(samples) * 1e3, [25, 75])
     return float(q1), float(q3)
 
