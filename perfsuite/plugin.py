@@ -98,6 +98,25 @@ def pytest_addoption(parser):
         "show run-to-run spread to the gate (default: the profile's)",
     )
     g.addoption(
+        "--perf-spark",
+        type=csv("Spark specs"),
+        default=None,
+        help="Spark points: 'none' (single-process points), 'partition' or 'rdd_map' (one "
+        "1-CPU slot per core), or '<pattern>:<slots>x<cpus per task>' (default: the profile's)",
+    )
+    g.addoption(
+        "--perf-spark-items",
+        type=positive_int,
+        default=None,
+        help="images in a Spark point's dataset (default: the profile's)",
+    )
+    g.addoption(
+        "--perf-spark-master",
+        default=None,
+        help="Spark master URL for Spark points: spark://host:7077, yarn, k8s://... "
+        "(default: $PERFSUITE_SPARK_MASTER, else local[<cores>])",
+    )
+    g.addoption(
         "--perf-executor",
         choices=tuple(EXECUTORS),
         default="auto",
@@ -173,6 +192,8 @@ def _overrides(config) -> dict:
         "min_time": o("perf_min_time"),
         "timeout": o("perf_timeout"),
         "sessions": o("perf_sessions"),
+        "spark": o("perf_spark"),
+        "spark_items": o("perf_spark_items"),
     }
 
 
@@ -198,6 +219,7 @@ def pytest_configure(config):
         config.getoption("perf_counters"),
         config.getoption("perf_executor"),
         config.getoption("perf_baseline"),
+        config.getoption("perf_spark_master"),
     )
     config.stash[GATE] = _gate_config(config)
 
@@ -271,8 +293,11 @@ def _gate_config(config):
 class _LazySession:
     """Reads the topology and fingerprint only when a sweep test is collected."""
 
-    def __init__(self, profile, out_dir, counters=False, executor="auto", baselines=None):
+    def __init__(
+        self, profile, out_dir, counters=False, executor="auto", baselines=None, spark_master=None
+    ):
         self.profile = profile
+        self.spark_master = spark_master
         self.baselines = baselines
         self.out_dir = out_dir
         self.counters = counters
@@ -293,6 +318,7 @@ class _LazySession:
                 fingerprint("/", frameworks=software_versions()),
                 executor=self.executor,
                 baselines=self.baselines,
+                spark_master=self.spark_master,
             )
             session.counters = self.counters
         return self._session
@@ -385,8 +411,16 @@ def perf_run(perf_session, benchmark):
 def pytest_sessionfinish(session, exitstatus):
     """Save the baseline if asked, then gate against it (re-measuring regressions first)."""
     lazy = session.config.stash.get(SESSION, None)
-    if lazy is None or not lazy.started or not lazy.get().records:
+    if lazy is None or not lazy.started:
         return
+    try:
+        if lazy.get().records:
+            _finish(session, lazy)
+    finally:
+        lazy.get().close()
+
+
+def _finish(session, lazy) -> None:
     from perfsuite.sweep.finish import FinishOptions, finish
 
     o = session.config.getoption

@@ -48,6 +48,32 @@ class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+SPARK_PATTERNS = ("partition", "rdd_map")
+
+
+class SparkSpec(_Record):
+    """How a Spark point runs: the pattern, concurrent tasks (slots) and CPUs each task's
+    framework session uses."""
+
+    pattern: Literal["partition", "rdd_map"]
+    slots: int = Field(ge=1)
+    cpus_per_task: int = Field(ge=1)
+
+
+def point_id(
+    model, framework, precision, threads, numa_node, batch, mode, spark: dict | None = None
+) -> str:
+    """The one spelling of a point's id (the sweep's plan and the record validator share it).
+    Spark points say so, with pattern and slots x CPUs: ``...-spark_partition-2x1-b32``."""
+    node = "unbound" if numa_node is None else f"node{numa_node}"
+    if spark:
+        where = f"spark_{spark['pattern']}-{spark['slots']}x{spark['cpus_per_task']}"
+        where += "" if numa_node is None else f"-{node}"
+        return f"{model}-{framework}-{precision}-{where}-b{batch}"
+    suffix = "" if mode == "latency" else f"-{mode}"
+    return f"{model}-{framework}-{precision}-t{threads}-{node}-b{batch}{suffix}"
+
+
 class Point(_Record):
     id: str
     model: str
@@ -59,14 +85,20 @@ class Point(_Record):
     mode: Literal["latency", "throughput"]
     threads_spec: str = ""
     skip: str | None = None
+    spark: SparkSpec | None = None  # additive in result/2: absent means a single-process point
 
     @model_validator(mode="after")
     def _id_matches(self):
-        node = "unbound" if self.numa_node is None else f"node{self.numa_node}"
-        mode = "" if self.mode == "latency" else f"-{self.mode}"
-        want = (
-            f"{self.model}-{self.framework}-{self.precision}-t{self.threads}-{node}"
-            f"-b{self.batch}{mode}"
+        spark = self.spark.model_dump() if self.spark else None
+        want = point_id(
+            self.model,
+            self.framework,
+            self.precision,
+            self.threads,
+            self.numa_node,
+            self.batch,
+            self.mode,
+            spark,
         )
         if self.id != want:
             raise ValueError(f"id {self.id!r} does not match the point's fields ({want!r})")

@@ -8,6 +8,8 @@ host) is one class here with a ``name``, registered in ``EXECUTORS``.
 - ``worker``: a fresh spawned process per point with a deadline; a crash or hang is an error
   for that point only; a bound point is bound inside the worker before anything allocates.
 - ``auto`` (default): ``worker`` for bound points, ``in-process`` for unbound ones.
+- ``spark`` (``perfsuite.execute.spark``): Spark points (``point["spark"]``) go to it whatever
+  the executor chosen for the others; one SparkSession for the sweep, stopped by ``close``.
 
 Either way the contract is the serialised record: what comes back is JSON-able data.
 """
@@ -69,7 +71,36 @@ class Auto:
 EXECUTORS: dict[str, type] = {e.name: e for e in (Auto, InProcess, FreshWorker)}
 
 
-def get_executor(name: str, *, timeout: float = 300.0) -> Executor:
+class WithSpark:
+    """Sends Spark points to the sweep's one SparkExecutor (started on first use), the others
+    to the chosen executor."""
+
+    def __init__(self, inner: Executor, timeout: float, master: str | None, items: int):
+        self.inner, self.name = inner, inner.name
+        self._args = {"timeout": timeout, "master": master, "items": items}
+        self._spark = None
+
+    def run(self, point: dict, protocol: dict) -> dict:
+        if not point.get("spark"):
+            return self.inner.run(point, protocol)
+        if self._spark is None:
+            from perfsuite.execute.spark import SparkExecutor
+
+            self._spark = SparkExecutor(**self._args)
+        return self._spark.run(point, protocol)
+
+    def close(self) -> None:
+        if self._spark is not None:
+            self._spark.close()
+
+
+def get_executor(
+    name: str,
+    *,
+    timeout: float = 300.0,
+    spark_master: str | None = None,
+    spark_items: int = 512,
+) -> Executor:
     if name not in EXECUTORS:
         raise ValueError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")
-    return EXECUTORS[name](timeout=timeout)
+    return WithSpark(EXECUTORS[name](timeout=timeout), timeout, spark_master, spark_items)

@@ -66,17 +66,28 @@ class Interference:
 class Sampler:
     """``with Sampler() as s: ...measure...``; then ``s.result``."""
 
-    def __init__(self, root: str | Path = "/"):
+    def __init__(self, root: str | Path = "/", *, tree: bool = False):
         self.root = Path(root)
+        self.tree = tree  # own = this process and its descendants (Spark's JVM and workers)
         self.result: Interference | None = None
+
+    def _own_cpu(self) -> float:
+        import psutil
+
+        procs = [self._proc] + (self._proc.children(recursive=True) if self.tree else [])
+        total = 0.0
+        for p in procs:
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                t = p.cpu_times()
+                total += t.user + t.system
+        return total
 
     def __enter__(self):
         import psutil
 
         self._proc = psutil.Process()
         self._stat0 = _proc_stat(self.root)
-        t = self._proc.cpu_times()
-        self._own0 = t.user + t.system
+        self._own0 = self._own_cpu()
         self._invol0 = self._proc.num_ctx_switches().involuntary
         self._mig0 = _migrations(self.root)
         self._t0 = time.perf_counter()
@@ -86,8 +97,7 @@ class Sampler:
         wall = time.perf_counter() - self._t0
         busy1, steal1, total1 = _proc_stat(self.root)
         busy0, steal0, total0 = self._stat0
-        t = self._proc.cpu_times()
-        own = t.user + t.system - self._own0
+        own = self._own_cpu() - self._own0
         total = max(total1 - total0, 1e-9)
         foreign = max(0.0, (busy1 - busy0) - own)
         self.result = judge(

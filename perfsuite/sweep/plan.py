@@ -15,8 +15,11 @@ from pathlib import Path
 import tomllib
 
 from perfsuite.host.topology import Topology
+from perfsuite.records import SPARK_PATTERNS, point_id
 
 LIST_KEYS = ("models", "frameworks", "precisions", "threads", "numa_nodes", "batch", "mode")
+# Optional keys, so profiles written before Spark points existed stay valid.
+OPTIONAL = {"spark": ["none"], "spark_items": 512}
 SCALAR_KEYS = {
     "min_time": float,
     "min_samples": int,
@@ -50,9 +53,38 @@ class Profile:
     timeout: float
     kernels: bool
     sessions: int
+    spark: tuple[str, ...] = ("none",)  # "none" | "<pattern>" | "<pattern>:<slots>x<cpus>"
+    spark_items: int = 512  # images in a Spark point's dataset
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Spark:
+    pattern: str  # partition (mapInArrow, a session per Python worker) | rdd_map (the article)
+    slots: int  # concurrent tasks (= partitions)
+    cpus_per_task: int  # framework threads in each task
+
+
+def parse_spark(spec: str, cores: int) -> Spark | None:
+    """ "none" -> None; "partition" -> one 1-CPU slot per core; "partition:2x1" -> as given."""
+    if spec == "none":
+        return None
+    pattern, _, shape = spec.partition(":")
+    if pattern not in SPARK_PATTERNS:
+        raise PlanError(
+            f"spark {spec!r}: unknown pattern {pattern!r}; valid: none, {', '.join(SPARK_PATTERNS)}"
+        )
+    if not shape:
+        return Spark(pattern, cores, 1)
+    slots, _, cpus = shape.partition("x")
+    counts = [int(v) for v in (slots, cpus) if v.isdigit()]
+    if len(counts) != 2 or not all(1 <= c <= MAX_COUNT for c in counts):
+        raise PlanError(
+            f"spark {spec!r}: use <pattern>:<slots>x<cpus per task>, e.g. partition:2x1"
+        )
+    return Spark(pattern, int(slots), int(cpus))
 
 
 @dataclass(frozen=True)
@@ -66,19 +98,27 @@ class Point:
     mode: str
     threads_spec: str = ""  # how the count was asked for ("1", "cores", "auto", ...)
     skip: str | None = None
+    spark: Spark | None = None  # a Spark point: threads = slots x cpus_per_task
 
     @property
     def id(self) -> str:
-        node = "unbound" if self.numa_node is None else f"node{self.numa_node}"
-        mode = "" if self.mode == "latency" else f"-{self.mode}"
-        return (
-            f"{self.model}-{self.framework}-{self.precision}-t{self.threads}-{node}"
-            f"-b{self.batch}{mode}"
+        spark = asdict(self.spark) if self.spark else None
+        return point_id(
+            self.model,
+            self.framework,
+            self.precision,
+            self.threads,
+            self.numa_node,
+            self.batch,
+            self.mode,
+            spark,
         )
 
     def as_dict(self) -> dict:
         d = asdict(self)
         d["id"] = self.id
+        if self.spark is None:
+            del d["spark"]  # single-process records keep their pre-Spark shape
         return d
 
 
@@ -130,11 +170,12 @@ def make_profile(name: str, raw: dict) -> Profile:
     from perfsuite.prepare.models import names as model_names
     from perfsuite.prepare.quantize import PRECISIONS
 
-    unknown = set(raw) - set(LIST_KEYS) - set(SCALAR_KEYS)
+    raw = {**OPTIONAL, **raw}
+    unknown = set(raw) - set(LIST_KEYS) - set(SCALAR_KEYS) - set(OPTIONAL)
     if unknown:
         raise PlanError(
             f"profile {name!r}: unknown key(s) {sorted(unknown)}; valid: "
-            f"{', '.join(LIST_KEYS + tuple(SCALAR_KEYS))}"
+            f"{', '.join(LIST_KEYS + tuple(SCALAR_KEYS) + tuple(OPTIONAL))}"
         )
     missing = [k for k in LIST_KEYS + tuple(SCALAR_KEYS) if k not in raw]
     if missing:
@@ -158,6 +199,18 @@ def make_profile(name: str, raw: dict) -> Profile:
     for n in lists["numa_nodes"]:
         if n not in ("none", "all") and not n.isdigit():
             raise PlanError(f"NUMA node {n!r}: use node numbers, 'all' or 'none'")
+    spark = raw["spark"]
+    spark = [spark] if isinstance(spark, str) else [str(v) for v in spark]
+    if not spark:
+        raise PlanError(f'profile {name!r}: spark is empty (use ["none"])')
+    for spec in spark:
+        parse_spark(spec, 1)
+    try:
+        spark_items = int(raw["spark_items"])
+    except (TypeError, ValueError) as exc:
+        raise PlanError(f"profile {name!r}: spark_items must be int") from exc
+    if not 1 <= spark_items <= 1_000_000:
+        raise PlanError(f"profile {name!r}: spark_items must be from 1 to 1000000")
     for b in lists["batch"]:
         if not (b.isdigit() and 1 <= int(b) <= MAX_COUNT):
             raise PlanError(f"batch {b!r}: use integers from 1 to {MAX_COUNT}")
@@ -188,6 +241,8 @@ def make_profile(name: str, raw: dict) -> Profile:
         numa_nodes=tuple(lists["numa_nodes"]),
         batch=tuple(int(b) for b in lists["batch"]),
         mode=tuple(lists["mode"]),
+        spark=tuple(spark),
+        spark_items=spark_items,
         **scalars,
     )
 
@@ -255,23 +310,56 @@ def expand(
                             node_skip = f"NUMA node {node} has no online CPUs"
                         else:
                             cores = max(1, len(nodes[node].cpus) // tpc)
-                    for tspec in profile.threads:
-                        if tspec == "auto":
-                            mb = model_mb(model) if model_mb else None
-                            counts = [article_threads(physical, mb, l3_mb)] if mb else [1]
-                        else:
-                            counts = _thread_counts(tspec, cores)
-                        for threads in counts:
-                            for batch in profile.batch:
-                                for mode in profile.mode:
-                                    skip = node_skip or _skip(fw, prec, unavailable, bf16)
-                                    p = Point(
-                                        model, fw, prec, threads, node, batch, mode, tspec, skip
-                                    )
-                                    if p.id not in seen:
-                                        seen.add(p.id)
-                                        points.append(p)
+                    candidates = []
+                    if "none" in profile.spark:
+                        candidates += _single_process(
+                            profile, model, node, cores, physical, l3_mb, model_mb
+                        )
+                    candidates += _spark_points(profile, model, node, cores, unavailable)
+                    for p in candidates:
+                        skip = p.skip or node_skip or _skip(fw, prec, unavailable, bf16)
+                        p = replace(p, framework=fw, precision=prec, skip=skip)
+                        if p.id not in seen:
+                            seen.add(p.id)
+                            points.append(p)
     return points
+
+
+def _single_process(profile, model, node, cores, physical, l3_mb, model_mb) -> list[Point]:
+    out = []
+    for tspec in profile.threads:
+        if tspec == "auto":
+            mb = model_mb(model) if model_mb else None
+            counts = [article_threads(physical, mb, l3_mb)] if mb else [1]
+        else:
+            counts = _thread_counts(tspec, cores)
+        for threads in counts:
+            for batch in profile.batch:
+                for mode in profile.mode:
+                    out.append(Point(model, "", "", threads, node, batch, mode, tspec))
+    return out
+
+
+def _spark_points(profile, model, node, cores, unavailable) -> list[Point]:
+    """Spark points run the whole dataset (end-to-end throughput); rdd_map infers one record
+    per call (the article's map), so its batch is always 1."""
+    out = []
+    for spec in profile.spark:
+        spark = parse_spark(spec, cores)
+        if spark is None:
+            continue
+        threads = spark.slots * spark.cpus_per_task
+        skip = unavailable.get("spark")
+        if not skip and threads > cores:
+            where = "this host" if node is None else f"NUMA node {node}"
+            skip = (
+                f"spark {spark.slots}x{spark.cpus_per_task} needs {threads} CPUs; "
+                f"{where} has {cores} cores"
+            )
+        batches = (1,) if spark.pattern == "rdd_map" else profile.batch
+        for batch in batches:
+            out.append(Point(model, "", "", threads, node, batch, "throughput", spec, skip, spark))
+    return out
 
 
 def _skip(fw, prec, unavailable, bf16) -> str | None:

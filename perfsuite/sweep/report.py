@@ -67,6 +67,50 @@ def int8_claim(
     return lines
 
 
+def run_label(point: dict) -> str:
+    """How the point ran: batch and mode, or the Spark pattern and slots x CPUs per task."""
+    spark = point.get("spark")
+    if spark:
+        shape = f"{spark['slots']}x{spark['cpus_per_task']}"
+        return f"spark {spark['pattern']} {shape} b{point['batch']}"
+    return f"b{point['batch']}" + (" throughput" if point["mode"] == "throughput" else "")
+
+
+def spark_lines(write: Callable[[str], None], ok: list[dict]) -> None:
+    """Each Spark point against the best single-process throughput at the same total threads
+    (model, framework, precision, node): the Spark overhead, measured in the same run."""
+    best: dict = {}
+    for r in ok:
+        p = r["point"]
+        if p.get("spark"):
+            continue
+        key = (p["model"], p["framework"], p["precision"], p["threads"], p["numa_node"])
+        if r["stats"]["throughput_ips"] > best.get(key, (0.0, None))[0]:
+            best[key] = (r["stats"]["throughput_ips"], run_label(p))
+    for r in sorted(ok, key=lambda r: r["id"]):
+        p = r["point"]
+        if not p.get("spark"):
+            continue
+        key = (p["model"], p["framework"], p["precision"], p["threads"], p["numa_node"])
+        ips = r["stats"]["throughput_ips"]
+        sp = r.get("spark") or {}
+        cost = ""
+        if sp.get("session_build_s"):
+            cost = f"; session build {max(sp['session_build_s']):.2f} s per worker (warm-up pass)"
+        if key in best:
+            ref, how = best[key]
+            write(
+                f"Spark/single-process {p['model']} {p['framework']} {p['precision']} "
+                f"{run_label(p)}: {ips:.2f} / {ref:.2f} items/s = {ips / ref:.2f}x of the best "
+                f"single-process t{p['threads']} ({how}){cost}"
+            )
+        else:
+            write(
+                f"Spark {p['model']} {p['framework']} {p['precision']} {run_label(p)}: "
+                f"{ips:.2f} items/s (no single-process point at t{p['threads']} to compare){cost}"
+            )
+
+
 def sweep_table(
     write: Callable[[str], None],
     records: list[dict],
@@ -83,7 +127,7 @@ def sweep_table(
     sessions = any("between_session_cv" in r["stats"] for r in ok)  # CV of session medians
     write(
         f"{'model':<12} {'framework':<12} {'precision':<15} {'thr':>3} {'node':>7} "
-        f"{'items/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CV':>6}"
+        f"{'run':<24} {'items/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CV':>6}"
         + (f" {'sess CV':>7}" if sessions else "")
         + "  accuracy"
     )
@@ -92,7 +136,7 @@ def sweep_table(
         node = "-" if p["numa_node"] is None else str(p["numa_node"])
         head = (
             f"{p['model']:<12} {p['framework']:<12} {precision_label(r):<15} "
-            f"{p['threads']:>3} {node:>7}"
+            f"{p['threads']:>3} {node:>7} {run_label(p):<24}"
         )
         if r["status"] != "ok":
             write(f"{head} ERROR: {r['error']}")
@@ -122,6 +166,8 @@ def sweep_table(
                 f"the CPUs (steal {w['steal_share']:.0%}) even after "
                 f"{r['interference']['retries']} re-measure(s): not a reliable figure"
             )
+    single = [r for r in ok if not r["point"].get("spark")]
+    spark_lines(write, ok)
     by_key = {
         (
             r["point"]["model"],
@@ -132,7 +178,7 @@ def sweep_table(
             r["point"]["batch"],
             r["point"]["mode"],
         ): r["stats"]["throughput_ips"]
-        for r in ok
+        for r in single
     }
     ratios: dict[str, list[str]] = {"INT8": [], "BF16": []}
     for (m, fw, prec, t, n, b, mode), ips in sorted(by_key.items(), key=str):

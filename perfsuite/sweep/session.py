@@ -34,6 +34,7 @@ class PerfSession:
         fingerprint: dict,
         executor: str = "auto",
         baselines: Path | None = None,
+        spark_master: str | None = None,
     ):
         from perfsuite.execute.executors import get_executor
         from perfsuite.store.files import open_store
@@ -41,7 +42,12 @@ class PerfSession:
         self.profile = profile
         self.store = open_store(out_dir, baselines or Path("baselines"))
         self.run_handle = self.store.new_run(profile.name)
-        self.executor = get_executor(executor, timeout=profile.timeout)
+        self.executor = get_executor(
+            executor,
+            timeout=profile.timeout,
+            spark_master=spark_master,
+            spark_items=profile.spark_items,
+        )
         self.topo = topo
         self.fingerprint = fingerprint
         self.records: list[dict] = []
@@ -57,6 +63,10 @@ class PerfSession:
             from perfsuite.prepare.backends import BACKENDS
 
             unavailable = {n: b.unavailable() for n, b in BACKENDS.items()}
+            if any(spec != "none" for spec in self.profile.spark):
+                from perfsuite.execute.spark import java_problem
+
+                unavailable["spark"] = java_problem()
             self._points = expand(
                 self.profile,
                 self.topo,
@@ -144,6 +154,10 @@ class PerfSession:
             record["remeasure"] = True
             self._write(record, suffix=".remeasure")
         return record
+
+    def close(self) -> None:
+        """Stop what the sweep started (the SparkSession of Spark points)."""
+        self.executor.close()
 
     @property
     def run_dir(self) -> Path:

@@ -1,0 +1,391 @@
+"""Spark as a system under test: the article's data-parallel inference
+(``sc.parallelize(images, n).map(infer)``) beside the per-partition pattern (``mapInArrow``
+with a session cached per Python worker), measured end to end over a generated dataset and
+checked against single-process outputs.
+
+One SparkSession per sweep (``SparkExecutor``), ``local[<cores>]`` unless a master URL is
+given (``--perf-spark-master`` or ``$PERFSUITE_SPARK_MASTER``: ``spark://host:7077``, ``yarn``,
+``k8s://...``). A point's slots are its partitions (one task per slot runs at a time on
+``local[<cores>]``), and each task's framework session gets ``cpus_per_task`` threads with
+spinning off: ONNX Runtime ignores ``OMP_NUM_THREADS`` and its spinning pool steals the CPU
+another task is using.
+
+With a local or loopback master everything binds to 127.0.0.1 (``SPARK_LOCAL_IP`` and the
+driver's host and bind address); otherwise Spark's own address choice stands, since remote
+executors must reach the driver.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+import numpy as np
+
+from perfsuite.execute.isolation import WorkerError
+
+ENV_MASTER = "PERFSUITE_SPARK_MASTER"
+MIN_RUNS = 3  # measured passes over the dataset, after one warm-up pass
+REFERENCE_ITEMS = 64  # items also run single-process for the output check
+
+
+def java_problem() -> str | None:
+    """Why Spark cannot start here (no pyspark, no Java 17+), or None."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return "pyspark is not installed (pip install 'perfsuite[frameworks]')"
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        return "Spark needs Java 17+: no java on PATH (apt install openjdk-17-jre-headless)"
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"Spark needs Java 17+: {java} -version failed ({exc})"
+    version = out.split('"')[1] if '"' in out else ""
+    major = version.split(".")[0]
+    if not major.isdigit() or int(major) < 17:
+        return f"Spark 4 needs Java 17+; {java} is {version or 'unknown'}"
+    return None
+
+
+def is_loopback(master: str) -> bool:
+    if master.startswith("local"):
+        return True
+    host = urllib.parse.urlparse(master).hostname or ""
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
+def start(master: str | None = None, *, cores: int | None = None, conf: dict | None = None):
+    """The sweep's SparkSession (getOrCreate: a second call reuses the running one)."""
+    problem = java_problem()
+    if problem:
+        raise WorkerError(problem)
+    from pyspark.sql import SparkSession
+
+    master = master or os.environ.get(ENV_MASTER) or f"local[{cores or os.cpu_count() or 1}]"
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    b = SparkSession.builder.master(master).appName("perfsuite")
+    if is_loopback(master):
+        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+        b = b.config("spark.driver.host", "127.0.0.1").config(
+            "spark.driver.bindAddress", "127.0.0.1"
+        )
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(max(2, cores or 2)),
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.driver.memory": "2g",
+        # stray numpy/BLAS/OpenMP pools in the Python workers must not oversubscribe the
+        # task's CPUs; the framework's own threads are set per task in its session options
+        "spark.executorEnv.OMP_NUM_THREADS": "1",
+        "spark.executorEnv.OPENBLAS_NUM_THREADS": "1",
+        "spark.python.worker.reuse": "true",
+        **(conf or {}),
+    }
+    for k, v in settings.items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+class _Deadline:
+    """Cancels the point's Spark jobs at the deadline: a stuck task must not hang the sweep."""
+
+    def __init__(self, sc, seconds: float, group: str):
+        self.sc, self.group, self.expired = sc, group, False
+        self._timer = threading.Timer(seconds, self._cancel)
+
+    def _cancel(self):
+        self.expired = True
+        self.sc.cancelJobGroup(self.group)
+
+    def __enter__(self):
+        self.sc.setJobGroup(self.group, "perfsuite point", interruptOnCancel=True)
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._timer.cancel()
+
+
+class SparkExecutor:
+    """Runs Spark points (``point["spark"]``); one SparkSession for the whole sweep."""
+
+    name = "spark"
+
+    def __init__(self, timeout: float = 900.0, master: str | None = None, items: int = 512):
+        self.timeout = timeout
+        self.master = master
+        self.items = items
+        self._spark = None
+        self._data: dict = {}  # (model, items) -> list of (index, image bytes)
+        self._frames: dict = {}  # (model, items, slots) -> cached DataFrame
+        self._broadcast: dict = {}  # variant path -> Broadcast of its files
+        self.start_s = 0.0  # JVM and SparkSession start, once per sweep
+
+    @property
+    def spark(self):
+        if self._spark is None:
+            t0 = time.perf_counter()
+            self._spark = start(self.master, cores=os.cpu_count())
+            self.start_s = time.perf_counter() - t0
+        return self._spark
+
+    def close(self) -> None:
+        if self._spark is not None:
+            self._spark.stop()
+            self._spark = None
+
+    # -- inputs -------------------------------------------------------------------------------
+
+    def _rows(self, model) -> list[tuple[int, bytes]]:
+        from perfsuite.execute.spark_tasks import image_bytes
+
+        key = (model.name, self.items)
+        if key not in self._data:
+            self._data[key] = [(i, image_bytes(i, model.input_shape)) for i in range(self.items)]
+        return self._data[key]
+
+    def _frame(self, model, slots: int):
+        """The dataset as a cached DataFrame in ``slots`` equal partitions (Spark's data, as
+        a pipeline that reads images would have it; generation is not timed)."""
+        key = (model.name, self.items, slots)
+        if key not in self._frames:
+            rdd = self.spark.sparkContext.parallelize(self._rows(model), slots)
+            df = self.spark.createDataFrame(rdd, "idx long, image binary").cache()
+            df.count()
+            self._frames[key] = df
+        return self._frames[key]
+
+    def _files(self, path):
+        if path not in self._broadcast:
+            files = {path.name: path.read_bytes()}
+            weights = path.with_suffix(".bin")  # OpenVINO IR keeps its weights beside the xml
+            if weights.exists():
+                files[weights.name] = weights.read_bytes()
+            self._broadcast[path] = self.spark.sparkContext.broadcast(files)
+        return self._broadcast[path]
+
+    # -- one point ------------------------------------------------------------------------------
+
+    def run(self, point: dict, protocol: dict) -> dict:
+        from perfsuite.prepare import models, quantize
+
+        spec = point["spark"]
+        model = models.get(point["model"])
+        variant = quantize.prepare(model, point["precision"], point["framework"])
+        options = dict(variant.framework_options)
+        if point["framework"] == "onnxruntime":
+            options["spinning"] = False  # several tasks share the cores
+        job = {
+            "framework": point["framework"],
+            "files": self._files(variant.path),
+            "main": variant.path.name,
+            "threads": spec["cpus_per_task"],
+            "batch": point["batch"],
+            "options": options,
+            "input": model.input_name,
+            "shape": list(model.input_shape),
+        }
+        job["key"] = hashlib.sha256(
+            repr(
+                (
+                    str(variant.path),
+                    variant.path.stat().st_mtime,
+                    job["threads"],
+                    job["batch"],
+                    sorted(options.items()),
+                )
+            ).encode()
+        ).hexdigest()
+        spark = self.spark
+        group = f"perfsuite-{point['id']}"
+        with _Deadline(spark.sparkContext, self.timeout, group) as deadline:
+            try:
+                return self._measure(point, protocol, model, variant, job)
+            except WorkerError:
+                raise
+            except Exception as exc:  # py4j/Spark errors: an error for this point only
+                if deadline.expired:
+                    raise WorkerError(
+                        f"Spark point exceeded its {self.timeout:.0f} s deadline"
+                    ) from exc
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                raise WorkerError(f"Spark job failed: {exc.__class__.__name__}: {first}") from exc
+
+    def _pass(self, point: dict, model, job: dict) -> tuple[float, dict]:
+        """One pass over the dataset; returns (wall seconds, parsed task output)."""
+        from perfsuite.execute import spark_tasks as tasks
+
+        spec, spark = point["spark"], self.spark
+        if spec["pattern"] == "partition":
+            spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(point["batch"]))
+            df = self._frame(model, spec["slots"])
+            t0 = time.perf_counter()
+            table = df.mapInArrow(tasks.infer_partition(job), tasks.SCHEMA_DDL).toArrow()
+            wall = time.perf_counter() - t0
+            cols = table.to_pydict()
+            rows = zip(cols["idx"], cols["out"], cols["latency_s"], cols["meta"], strict=True)
+        else:
+            data = self._rows(model)
+            t0 = time.perf_counter()
+            sc = spark.sparkContext
+            rows = (
+                sc.parallelize(data, spec["slots"])
+                .map(functools.partial(tasks.infer_record, job))
+                .collect()
+            )
+            wall = time.perf_counter() - t0
+        return wall, _parse(rows)
+
+    def _measure(self, point, protocol, model, variant, job) -> dict:
+        from perfsuite.execute.interference import Sampler
+        from perfsuite.execute.measure import summarize
+        from perfsuite.execute.runner import CONTAMINATED_RETRIES
+
+        cold_s, cold = self._pass(point, model, job)  # warm-up: workers, imports, sessions
+        local = is_loopback(self.spark.sparkContext.master)
+        walls, latencies, windows, discarded, last = [], [], [], [], cold
+        while len(walls) < MIN_RUNS or sum(walls) < protocol["min_time"]:
+            for attempt in range(1 + CONTAMINATED_RETRIES):
+                with Sampler(tree=True) as sampler:
+                    wall, got = self._pass(point, model, job)
+                window = sampler.result.as_dict() if local else None
+                if not (local and sampler.result.contaminated) or attempt == CONTAMINATED_RETRIES:
+                    break
+                discarded.append(window)
+            walls.append(wall)
+            latencies += got["latencies"]
+            windows.append(window)
+            last = got
+        if len(last["outputs"]) != self.items:
+            raise WorkerError(
+                f"Spark returned {len(last['outputs'])} outputs for {self.items} items"
+            )
+        agreement = self._agreement(point, model, variant, job, last["outputs"])
+        if not agreement["passed"]:
+            raise WorkerError(
+                f"Spark outputs differ from single-process outputs: SQNR "
+                f"{agreement['sqnr_db']:.1f} dB < {agreement['threshold_db']} dB"
+            )
+        items = self.items * len(walls)
+        stats = summarize(latencies, items_per_call=point["batch"])
+        stats["throughput_ips"] = items / sum(walls)  # end to end, the whole dataset
+        per_batch = [w * point["batch"] / self.items for w in walls]
+        tasks = cold["tasks"] + last["tasks"]
+        settings = dict(tasks[0]["settings"]) if tasks else {}
+        settings.update(self._spark_settings(point))
+        return {
+            "interference": None
+            if not local
+            else {
+                "contaminated": any(w["contaminated"] for w in windows),
+                "retries": len(discarded),
+                "sessions": windows,
+                "discarded": discarded,
+            },
+            "counters": None,
+            "samples_s": latencies,
+            "session_medians_s": per_batch,  # end-to-end seconds per batch, one per pass
+            "stats": stats,
+            "protocol": {"runs": len(walls), "items": items, "window_s": sum(walls)},
+            "settings": settings,
+            "binding": {"workers": _workers(tasks)},
+            "setup_s": cold_s,
+            "isolation": "spark",
+            "spark": {
+                "master": self.spark.sparkContext.master,
+                "pattern": point["spark"]["pattern"],
+                "slots": point["spark"]["slots"],
+                "cpus_per_task": point["spark"]["cpus_per_task"],
+                "items": self.items,
+                "spark_session_start_s": self.start_s,
+                "cold_pass_s": cold_s,
+                "pass_s": walls,
+                "session_build_s": [t["build_s"] for t in cold["tasks"] if t["build_s"]],
+                "partition_s": [t["elapsed_s"] for t in last["tasks"] if "elapsed_s" in t],
+                "agreement": agreement,
+            },
+            "model": {
+                "params": model.params,
+                "flops_per_item": model.flops_per_item,
+                "weight_bytes": model.weight_bytes,
+                "variant_file": variant.path.name,
+            },
+        }
+
+    def _spark_settings(self, point) -> dict:
+        conf = self.spark.sparkContext.getConf()
+        keys = (
+            "spark.master",
+            "spark.task.cpus",
+            "spark.executorEnv.OMP_NUM_THREADS",
+            "spark.python.worker.reuse",
+        )
+        out = {k: conf.get(k, None) for k in keys}
+        out["spark.task.cpus"] = out["spark.task.cpus"] or "1"  # Spark's default
+        out["spark.sql.execution.arrow.maxRecordsPerBatch"] = point["batch"]
+        out["spark.pyspark.python"] = self.spark.sparkContext.pythonExec
+        return out
+
+    def _agreement(self, point, model, variant, job, outputs: dict) -> dict:
+        """The first ``REFERENCE_ITEMS`` outputs against the same variant run in this process
+        (same decode, same batch): the accuracy gate's metric and threshold."""
+        from perfsuite.execute.spark_tasks import decode
+        from perfsuite.prepare import accuracy
+        from perfsuite.prepare.backends import RunConfig, get_backend
+
+        n = min(REFERENCE_ITEMS, self.items)
+        rows = self._rows(model)[:n]
+        cfg = RunConfig(threads=1, batch=point["batch"], options=dict(job["options"]))
+        ref = []
+        with get_backend(point["framework"]).prepare(variant.path, cfg) as sess:
+            for i in range(0, n, point["batch"]):
+                x = decode([b for _, b in rows[i : i + point["batch"]]], model.input_shape)
+                ref.append(np.asarray(sess.infer({model.input_name: x})[0], np.float32))
+        ref = np.concatenate(ref).reshape(n, -1)
+        got = np.stack([np.frombuffer(outputs[i], np.float32) for i in range(n)])
+        threshold = accuracy.THRESHOLDS.get(model.name, accuracy.THRESHOLDS["default"])
+        sqnr = accuracy.centred_sqnr_db(ref, got)
+        identical = bool(np.array_equal(ref, got))  # SQNR is +inf then, which JSON cannot hold
+        return {
+            "items": n,
+            "metric": "centred_sqnr_db",
+            "sqnr_db": None if identical else sqnr,
+            "identical": identical,
+            "threshold_db": threshold,
+            "top1_agreement": float(np.mean(ref.argmax(1) == got.argmax(1))),
+            "max_abs_diff": float(np.max(np.abs(ref - got))),
+            "passed": identical or bool(sqnr >= threshold),
+        }
+
+
+def _workers(tasks: list[dict]) -> list[dict]:
+    """The Python workers that ran the tasks, with the CPUs and memory nodes they were on."""
+    seen = {t["pid"]: {"pid": t["pid"], "cpus": t["cpus"], "mems": t["mems"]} for t in tasks}
+    return [seen[k] for k in sorted(seen)]
+
+
+def _parse(rows) -> dict:
+    import json
+
+    outputs, latencies, tasks = {}, [], []
+    for idx, out, lat, meta in rows:
+        if meta:
+            tasks.append(json.loads(meta))
+        if idx >= 0:
+            outputs[idx] = out
+            if lat is not None:
+                latencies.append(lat)
+    return {"outputs": outputs, "latencies": latencies, "tasks": tasks}
