@@ -14,7 +14,7 @@ from pathlib import Path
 
 from perfsuite import cli_db
 from perfsuite.host.fingerprint import FIELD_CLASSES, fingerprint
-from perfsuite.options import add_gate_options
+from perfsuite.options import add_gate_options, add_store_option
 
 
 def _fmt(value) -> str:
@@ -126,9 +126,8 @@ def cmd_qualify(args) -> int:
     import datetime
     import time
 
-    from perfsuite.files import atomic_write_text, json_default
+    from perfsuite.files import atomic_write_text
     from perfsuite.host.fingerprint import fingerprint
-    from perfsuite.host.topology import read_topology
     from perfsuite.qualify import checks as qualify
 
     t0 = time.perf_counter()
@@ -150,6 +149,8 @@ def cmd_qualify(args) -> int:
     if args.repeats < 1:
         print(f"perfsuite qualify: --repeats must be >= 1, got {args.repeats}", file=sys.stderr)
         return 2
+    if args.spark_master:
+        return cmd_qualify_fleet(args)
     from perfsuite.files import NotWritable, check_writable_dir
 
     try:  # before minutes of measuring, not after
@@ -161,28 +162,24 @@ def cmd_qualify(args) -> int:
     except NotWritable as exc:
         print(f"perfsuite qualify: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    from perfsuite.qualify.here import qualify_here
+
     try:
-        ref = (
-            None
+        report, checks, runs = qualify_here(
+            quick=args.quick,
+            reference=None
             if args.no_reference or args.save_reference
-            else qualify.load_reference(args.reference, fp["hardware_class"])
+            else qualify.load_reference(args.reference, fp["hardware_class"]),
+            repeats=args.repeats if args.save_reference else 1,
+            inference=(args.out, args.baselines, args.inference_profile)
+            if args.inference
+            else None,
+            fp=fp,
         )
-        qualify.check_sku(fp["fields"], ref)
     except qualify.QualifyError as exc:
         print(f"perfsuite qualify: {exc}", file=sys.stderr)
         return 2
-    topo = read_topology("/")
-    runs = [
-        qualify.measure(topo, quick=args.quick)
-        for _ in range(args.repeats if args.save_reference else 1)
-    ]
-    measurements = runs[0]
-    if args.inference:
-        measurements["inference"] = qualify.run_inference(
-            args.out, args.baselines, args.inference_profile
-        )
-    checks = qualify.evaluate(fp["fields"], measurements, ref)
-    result = qualify.verdict(checks)
+    ref, result = report["reference"], report["verdict"]
     for c in checks:
         print(
             f"{c.status:<5} {c.group:<10} {c.name:<48} measured {c.measured!s:<22} "
@@ -192,19 +189,6 @@ def cmd_qualify(args) -> int:
     against = f"'{ref['sku']}'" if ref else "no reference (checks that need one are WARN)"
     print(f"qualification of {fp['hardware_class']} against {against}: {result} ({elapsed:.0f} s)")
     out = Path(args.out)
-    report = {
-        "schema": "perfsuite.qualification/1",
-        "verdict": result,
-        "reference": ref,
-        "fingerprint": fp,
-        "measurements": measurements,
-        "seconds": elapsed,
-        "checks": [c.as_dict() for c in checks],
-    }
-    from perfsuite.records import load_qualification
-
-    report = json.loads(json.dumps(report, default=json_default))
-    load_qualification(report)  # validated like every record perfsuite writes
     atomic_write_text(out / "qualification.json", json.dumps(report, indent=1))
     atomic_write_text(
         out / "qualification.html", qualify.html(checks, f"qualification of {fp['hardware_class']}")
@@ -222,6 +206,65 @@ def cmd_qualify(args) -> int:
         atomic_write_text(Path(args.save_reference), json.dumps(new_ref, indent=1) + "\n")
         print(f"reference saved: {args.save_reference} ({new_ref['source']})")
     return 1 if result == "FAIL" else 0
+
+
+def cmd_qualify_fleet(args) -> int:
+    """``qualify --spark-master URL --hosts N``: one qualification per executor host, reports
+    per host under --out and in the results history, and the fleet table; exit 1 when a host
+    fails its checks, has no report, or fails the fleet rules."""
+    from perfsuite.execute.isolation import WorkerError
+    from perfsuite.execute.spark_hosts import FleetUsageError
+    from perfsuite.files import NotWritable, check_writable_dir
+    from perfsuite.qualify import fleet
+    from perfsuite.qualify.checks import QualifyError, load_reference
+    from perfsuite.qualify.on_spark import qualify_fleet
+    from perfsuite.store.database import StoreError, open_history
+
+    if args.save_reference or args.inference:
+        print(
+            "perfsuite qualify: --spark-master runs the hardware checks on each host; "
+            "--save-reference and --inference are for one host (use `perfsuite db fleet "
+            "--save-reference` for a fleet reference)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        check_writable_dir(args.out, "--out")
+        open_history(args.store)  # a bad store URL is a usage error before anything runs
+        ref = load_reference(args.reference, None) if args.reference else None
+        run = qualify_fleet(
+            args.spark_master,
+            args.hosts,
+            out=args.out,
+            host_cores=args.host_cores,
+            quick=args.quick,
+            reference=ref,
+            no_reference=args.no_reference,
+            store_url=args.store,
+        )
+    except (NotWritable, QualifyError, FleetUsageError, StoreError, WorkerError) as exc:
+        print(f"perfsuite qualify: {exc}", file=sys.stderr)
+        return EXIT_USAGE if not isinstance(exc, WorkerError) else EXIT_FAIL
+    for host, report in sorted(run.reports.items()):
+        cls = report["fingerprint"]["hardware_class"]
+        print(f"{host}: {cls}: {report['verdict']} ({run.written[host]})")
+    for host, why in sorted(run.errors.items()):
+        print(f"{host}: no report: {why}")
+    by_class: dict = {}
+    for host, report in run.reports.items():
+        by_class.setdefault(report["fingerprint"]["hardware_class"], {})[host] = report
+    failed = bool(run.errors) or any(r["verdict"] == "FAIL" for r in run.reports.values())
+    rules = fleet.load_rules(None)
+    for cls, reports in sorted(by_class.items()):
+        if len(reports) < 2:
+            print(f"fleet of {cls}: 1 host, nothing to score against")
+            continue
+        scores = fleet.score(
+            {h: fleet.metrics(r["measurements"]) for h, r in reports.items()}, rules, cls
+        )
+        cli_db.fleet_table(scores, {h: r["verdict"] for h, r in reports.items()})
+        failed |= any(s.verdict == "FAIL" for s in scores)
+    return EXIT_FAIL if failed else EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -304,6 +347,27 @@ def build_parser() -> argparse.ArgumentParser:
         default=Path("baselines"),
         help="baseline directory for --inference (default: baselines)",
     )
+    q.add_argument(
+        "--spark-master",
+        default=None,
+        metavar="URL",
+        help="qualify the executor hosts of this Spark cluster instead of this machine "
+        "(spark://host:7077, yarn, k8s://...) (default: off)",
+    )
+    q.add_argument(
+        "--hosts",
+        type=int,
+        default=2,
+        help="with --spark-master: hosts to qualify, one task each (default: 2)",
+    )
+    q.add_argument(
+        "--host-cores",
+        type=int,
+        default=1,
+        help="with --spark-master: cores of each executor; a task takes them all so no two "
+        "tasks share a host (spark.task.cpus) (default: 1)",
+    )
+    add_store_option(q.add_argument, "--")
     q.set_defaults(func=cmd_qualify)
     cli_db.add_parser(sub)
     return parser

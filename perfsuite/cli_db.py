@@ -38,6 +38,30 @@ def _table(title: str, columns: list[str], rows: list[list]) -> None:
     Console(width=200).print(table)
 
 
+def fleet_table(scores, verdicts: dict[str, str]) -> None:
+    """host | class | its own qualification verdict | fleet verdict | failing | outliers."""
+    _table(
+        f"fleet of {scores[0].hardware_class}: {len(scores)} hosts",
+        ["host", "class", "qualify", "fleet", "failing", "outliers (|z|>3.5)"],
+        [
+            [
+                s.host,
+                s.hardware_class,
+                verdicts[s.host],
+                s.verdict,
+                ", ".join(
+                    f"{f['metric']} ({f['category']}"
+                    + (f" {f['deviation']:+.1%})" if f["deviation"] is not None else " missing)")
+                    for f in s.failures
+                )
+                or "-",
+                ", ".join(s.outliers) or "-",
+            ]
+            for s in scores
+        ],
+    )
+
+
 def cmd_import(args) -> int:
     store = _store(args)
     added = 0
@@ -221,30 +245,7 @@ def cmd_fleet(args) -> int:
     if args.json:
         _print_json([s.as_dict() for s in scores])
     else:
-        _table(
-            f"fleet of {classes[0]}: {len(scores)} hosts",
-            ["host", "class", "qualify", "fleet", "failing", "outliers (|z|>3.5)"],
-            [
-                [
-                    s.host,
-                    s.hardware_class,
-                    hosts[s.host]["report"]["verdict"],
-                    s.verdict,
-                    ", ".join(
-                        f"{f['metric']} ({f['category']}"
-                        + (
-                            f" {f['deviation']:+.1%})"
-                            if f["deviation"] is not None
-                            else " missing)"
-                        )
-                        for f in s.failures
-                    )
-                    or "-",
-                    ", ".join(s.outliers) or "-",
-                ]
-                for s in scores
-            ],
-        )
+        fleet_table(scores, {h: r["report"]["verdict"] for h, r in hosts.items()})
     if args.out:
         for s in scores:
             atomic_write_text(args.out / f"{s.host}.json", json.dumps(s.as_dict(), indent=1))

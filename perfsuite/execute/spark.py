@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 import urllib.parse
+from pathlib import Path
 
 import numpy as np
 
@@ -95,7 +96,9 @@ def start(master: str | None = None, *, cores: int | None = None, conf: dict | N
     for k, v in settings.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    # a failing task's traceback reaches the point's record; Spark's own ERROR log of it
+    # would only repeat it as pages of JVM stack on the terminal
+    spark.sparkContext.setLogLevel("FATAL")
     return spark
 
 
@@ -133,6 +136,7 @@ class SparkExecutor:
         self._frames: dict = {}  # (model, items, slots) -> cached DataFrame
         self._broadcast: dict = {}  # variant path -> Broadcast of its files
         self.start_s = 0.0  # JVM and SparkSession start, once per sweep
+        self._python = None  # the workers' interpreter without binding
 
     @property
     def spark(self):
@@ -140,7 +144,27 @@ class SparkExecutor:
             t0 = time.perf_counter()
             self._spark = start(self.master, cores=os.cpu_count())
             self.start_s = time.perf_counter() - t0
+            self._python = self._spark.sparkContext.pythonExec
         return self._spark
+
+    def _bind(self, node: int | None) -> None:
+        """Point the next jobs' Python workers at node's numactl wrapper (or unbound).
+        PySpark reads ``SparkContext.pythonExec`` when it wraps each job's function, and
+        Spark keeps one worker pool per interpreter, so a bound point gets its own workers."""
+        import tempfile
+
+        from perfsuite.execute.spark_numa import NumaUnavailable, wrapper_script
+
+        sc = self.spark.sparkContext
+        if node is None:
+            sc.pythonExec = self._python
+            return
+        if not hasattr(self, "_scripts"):
+            self._scripts = Path(tempfile.mkdtemp(prefix="perfsuite-spark-numa-"))
+        try:
+            sc.pythonExec = str(wrapper_script(node, self._python, self._scripts))
+        except NumaUnavailable as exc:
+            raise WorkerError(str(exc)) from exc
 
     def close(self) -> None:
         if self._spark is not None:
@@ -210,6 +234,7 @@ class SparkExecutor:
             ).encode()
         ).hexdigest()
         spark = self.spark
+        self._bind(point["numa_node"])
         group = f"perfsuite-{point['id']}"
         with _Deadline(spark.sparkContext, self.timeout, group) as deadline:
             try:
@@ -221,8 +246,7 @@ class SparkExecutor:
                     raise WorkerError(
                         f"Spark point exceeded its {self.timeout:.0f} s deadline"
                     ) from exc
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                raise WorkerError(f"Spark job failed: {exc.__class__.__name__}: {first}") from exc
+                raise WorkerError(f"Spark job failed: {_cause(exc)}") from exc
 
     def _pass(self, point: dict, model, job: dict) -> tuple[float, dict]:
         """One pass over the dataset; returns (wall seconds, parsed task output)."""
@@ -273,6 +297,7 @@ class SparkExecutor:
             raise WorkerError(
                 f"Spark returned {len(last['outputs'])} outputs for {self.items} items"
             )
+        _check_binding(point["numa_node"], cold["tasks"] + last["tasks"])
         agreement = self._agreement(point, model, variant, job, last["outputs"])
         if not agreement["passed"]:
             raise WorkerError(
@@ -369,6 +394,33 @@ class SparkExecutor:
             "max_abs_diff": float(np.max(np.abs(ref - got))),
             "passed": identical or bool(sqnr >= threshold),
         }
+
+
+def _cause(exc: Exception) -> str:
+    """One line: the Python worker's own exception when Spark wraps one (PythonException
+    carries the worker's traceback), else the first line of Spark's message."""
+    import re
+
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    raised = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b", line)]
+    return raised[-1] if raised else f"{exc.__class__.__name__}: {lines[0] if lines else ''}"
+
+
+def _check_binding(node: int | None, tasks: list[dict]) -> None:
+    """A bound point's workers must have run on the node's CPUs and memory (verified, as
+    the single-process runner verifies its own binding)."""
+    if node is None:
+        return
+    from perfsuite.host import placement
+    from perfsuite.host.topology import read_topology
+
+    want = set(placement.node(read_topology("/"), node).cpus)
+    for t in tasks:
+        if not set(t["cpus"]) <= want or t["mems"] != str(node):
+            raise WorkerError(
+                f"Spark worker pid {t['pid']} ran on CPUs {t['cpus']} memory nodes {t['mems']}, "
+                f"not NUMA node {node} (CPUs {sorted(want)})"
+            )
 
 
 def _workers(tasks: list[dict]) -> list[dict]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-# key -> (session, seconds it took to build); one model at a time per worker
+# key -> (session, seconds it took to build, its model folder); one model at a time per worker
 _SESSIONS: dict = {}
 
 
@@ -51,8 +51,11 @@ def session(job: dict):
     key = job["key"]
     if key in _SESSIONS:
         return _SESSIONS[key][0], 0.0
-    for old, _ in _SESSIONS.values():
+    import shutil
+
+    for old, _, folder in _SESSIONS.values():
         old.close()
+        shutil.rmtree(folder, ignore_errors=True)
     _SESSIONS.clear()
     t0 = time.perf_counter()
     from threadpoolctl import threadpool_limits
@@ -65,7 +68,7 @@ def session(job: dict):
         (folder / name).write_bytes(data)
     cfg = RunConfig(threads=job["threads"], batch=job["batch"], options=dict(job["options"]))
     built = get_backend(job["framework"]).prepare(folder / job["main"], cfg)
-    _SESSIONS[key] = (built, time.perf_counter() - t0)
+    _SESSIONS[key] = (built, time.perf_counter() - t0, folder)
     return built, _SESSIONS[key][1]
 
 

@@ -1,0 +1,51 @@
+"""Qualify the host this runs on: fingerprint, SKU check, measurements, checks, and the
+validated ``perfsuite.qualification/1`` report. The same function runs for
+``perfsuite qualify`` on this machine and inside a Spark task on each host of a fleet."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from perfsuite.qualify import checks as qualify
+
+
+def qualify_here(
+    *,
+    quick: bool = False,
+    reference: dict | None = None,
+    repeats: int = 1,
+    inference: tuple | None = None,
+    fp: dict | None = None,
+) -> tuple[dict, list, list[dict]]:
+    """Returns (report, checks, the measurement runs). Raises QualifyError when the
+    reference does not apply to this host."""
+    from perfsuite.files import json_default
+    from perfsuite.host.fingerprint import fingerprint
+    from perfsuite.host.topology import read_topology
+    from perfsuite.records import load_qualification
+
+    t0 = time.perf_counter()
+    if fp is None:
+        from perfsuite.prepare.backends import software_versions
+
+        fp = fingerprint("/", frameworks=software_versions())
+    qualify.check_sku(fp["fields"], reference)
+    topo = read_topology("/")
+    runs = [qualify.measure(topo, quick=quick) for _ in range(repeats)]
+    measurements = runs[0]
+    if inference:
+        measurements["inference"] = qualify.run_inference(*inference)
+    checks = qualify.evaluate(fp["fields"], measurements, reference)
+    report = {
+        "schema": "perfsuite.qualification/1",
+        "verdict": qualify.verdict(checks),
+        "reference": reference,
+        "fingerprint": fp,
+        "measurements": measurements,
+        "seconds": time.perf_counter() - t0,
+        "checks": [c.as_dict() for c in checks],
+    }
+    report = json.loads(json.dumps(report, default=json_default))
+    load_qualification(report)  # validated like every record perfsuite writes
+    return report, checks, runs

@@ -1,0 +1,76 @@
+"""Fleet qualification on Spark: ``perfsuite qualify --spark-master URL --hosts N`` runs
+``qualify_here`` as one task on each of N executor hosts, brings the reports back, writes
+them per host, records them in the results history and scores the fleet."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def qualify_task(payload: dict) -> dict:
+    """Runs on an executor host: its own fingerprint, its class's shipped reference (or the
+    one sent along), its own measurements."""
+    from perfsuite.host.fingerprint import fingerprint
+    from perfsuite.prepare.backends import software_versions
+    from perfsuite.qualify import checks
+    from perfsuite.qualify.here import qualify_here
+
+    fp = fingerprint("/", frameworks=software_versions())
+    ref = payload["reference"]
+    if ref is None and not payload["no_reference"]:
+        ref = checks.load_reference(None, fp["hardware_class"])
+    report, found, _ = qualify_here(quick=payload["quick"], reference=ref, fp=fp)
+    return {"report": report, "html": checks.html(found, f"qualification of {payload['label']}")}
+
+
+@dataclass
+class FleetRun:
+    reports: dict[str, dict]  # host -> qualification report
+    errors: dict[str, str]  # host -> why it has no report
+    written: dict[str, Path]
+
+
+def qualify_fleet(
+    master: str,
+    hosts: int,
+    *,
+    out: Path,
+    host_cores: int = 1,
+    quick: bool = False,
+    reference: dict | None = None,
+    no_reference: bool = False,
+    store_url: str | None = None,
+) -> FleetRun:
+    from perfsuite.execute.spark_hosts import run_on_hosts
+    from perfsuite.files import atomic_write_text
+
+    payload = {"quick": quick, "reference": reference, "no_reference": no_reference}
+    results = run_on_hosts(master, hosts, _task_with_label, payload, host_cores=host_cores)
+    run = FleetRun({}, {}, {})
+    for r in results:
+        if r.error or not r.value:
+            run.errors[r.host] = r.error or "no report"
+            continue
+        report = r.value["report"]
+        # loopback "hosts" share a hostname: the fleet tells them apart by executor
+        report["fingerprint"]["fields"]["os.hostname"] = r.host
+        folder = out / r.host.replace("/", "_")
+        atomic_write_text(folder / "qualification.json", json.dumps(report, indent=1))
+        atomic_write_text(folder / "qualification.html", r.value["html"])
+        run.reports[r.host] = report
+        run.written[r.host] = folder / "qualification.json"
+    if run.reports:  # where results go: --store, $PERFSUITE_STORE or the default SQLite
+        from perfsuite.store.database import open_history
+
+        store = open_history(store_url)
+        for host, path in run.written.items():
+            store.import_qualification(path, run.reports[host])
+    return run
+
+
+def _task_with_label(payload: dict) -> dict:
+    import socket
+
+    return qualify_task({**payload, "label": socket.gethostname()})
