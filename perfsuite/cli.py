@@ -1,4 +1,4 @@
-"""The ``perfsuite`` command: ``perfsuite info | compare | qualify | db``.
+"""The ``perfsuite`` command: ``perfsuite info | compare | qualify | sweep | db``.
 
 Exit codes, the same for every subcommand: 0 pass; 1 a regression (compare) or a FAIL
 (qualify); 2 a usage or input error (bad option, unreadable or invalid file, output location
@@ -267,6 +267,69 @@ def cmd_qualify_fleet(args) -> int:
     return EXIT_FAIL if failed else EXIT_OK
 
 
+def cmd_sweep(args) -> int:
+    """``perfsuite sweep --spark-master URL --hosts N``: the profile's points on each executor
+    host; a run directory per host under --out, each recorded in the results history, the
+    sweep table per host and each point's spread across hosts. Exit 1 when a host or a point
+    failed."""
+    from perfsuite.execute.isolation import WorkerError
+    from perfsuite.execute.spark_hosts import FleetUsageError
+    from perfsuite.files import NotWritable, check_writable_dir
+    from perfsuite.store.database import StoreError, open_history
+    from perfsuite.sweep.on_spark import compare_hosts, sweep_fleet
+    from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
+    from perfsuite.sweep.report import sweep_table
+
+    try:
+        profiles = load_profiles(Path("pyproject.toml"), args.config)
+        profile = select_profile(profiles, args.profile, {})
+        check_writable_dir(args.out, "--out")
+        open_history(args.store)
+        fleet = sweep_fleet(
+            args.spark_master,
+            args.hosts,
+            profile,
+            out=args.out,
+            host_cores=args.host_cores,
+            store_url=args.store,
+            timeout=args.timeout,
+        )
+    except (PlanError, NotWritable, StoreError, FleetUsageError) as exc:
+        print(f"perfsuite sweep: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except WorkerError as exc:
+        print(f"perfsuite sweep: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    failed = bool(fleet.errors)
+    for host in sorted(fleet.records):
+        cls = fleet.fingerprints[host]["hardware_class"]
+        print(f"== {host} ({cls}): {fleet.runs[host]}")
+        sweep_table(print, fleet.records[host], hardware_class=cls)
+        for pid, why in sorted(fleet.skipped[host].items()):
+            print(f"skipped {pid}: {why}")
+        failed |= any(r["status"] != "ok" for r in fleet.records[host])
+    for host, why in sorted(fleet.errors.items()):
+        print(f"== {host}: no results: {why}")
+    if len(fleet.records) > 1:
+        print("== across hosts")
+        for line in compare_hosts(fleet.records):
+            print(line)
+    return EXIT_FAIL if failed else EXIT_OK
+
+
+def _fleet_options(p) -> None:
+    p.add_argument(
+        "--hosts", type=int, default=2, help="hosts to run on, one task each (default: 2)"
+    )
+    p.add_argument(
+        "--host-cores",
+        type=int,
+        default=1,
+        help="cores of each executor; a task takes them all so no two tasks share a host "
+        "(spark.task.cpus) (default: 1)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="perfsuite", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -354,21 +417,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="qualify the executor hosts of this Spark cluster instead of this machine "
         "(spark://host:7077, yarn, k8s://...) (default: off)",
     )
-    q.add_argument(
-        "--hosts",
-        type=int,
-        default=2,
-        help="with --spark-master: hosts to qualify, one task each (default: 2)",
-    )
-    q.add_argument(
-        "--host-cores",
-        type=int,
-        default=1,
-        help="with --spark-master: cores of each executor; a task takes them all so no two "
-        "tasks share a host (spark.task.cpus) (default: 1)",
-    )
+    _fleet_options(q)
     add_store_option(q.add_argument, "--")
     q.set_defaults(func=cmd_qualify)
+    sw = sub.add_parser(
+        "sweep",
+        help="run a sweep profile on each host of a Spark cluster (on this machine: "
+        "pytest --benchmark-only)",
+    )
+    sw.add_argument(
+        "--spark-master",
+        required=True,
+        metavar="URL",
+        help="the cluster: spark://host:7077, yarn, k8s://...",
+    )
+    sw.add_argument("--profile", default="default", help="sweep profile (default: default)")
+    sw.add_argument(
+        "--config", type=Path, default=None, help="TOML file overriding/adding profiles"
+    )
+    sw.add_argument(
+        "--out",
+        type=Path,
+        default=Path("perf-results") / "fleet",
+        help="a run directory per host goes under OUT/<host>/ (default: perf-results/fleet)",
+    )
+    sw.add_argument(
+        "--timeout",
+        type=float,
+        default=3600.0,
+        help="seconds before the fleet run is cancelled (default: 3600)",
+    )
+    _fleet_options(sw)
+    add_store_option(sw.add_argument, "--")
+    sw.set_defaults(func=cmd_sweep)
     cli_db.add_parser(sub)
     return parser
 

@@ -229,19 +229,33 @@ def test_a_failing_spark_job_is_an_error_for_its_point_only(spark_exec):
 # -- fleet qualification on a loopback standalone cluster ----------------------------------------
 
 
-@pytest.mark.spark
-@needs_spark
-def test_fleet_qualification_of_two_loopback_hosts(tmp_path):
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A standalone cluster on 127.0.0.1: a master and 2 workers of 1 core (2 "hosts")."""
+    if NO_SPARK:
+        pytest.skip(NO_SPARK)
     sys.path.insert(0, str(Path(__file__).parent))
     from spark_cluster import standalone
 
+    with standalone(tmp_path_factory.mktemp("cluster"), workers=2, cores=1) as master:
+        yield master
+
+
+def _cli(*args, timeout=600):
+    return subprocess.run(
+        [sys.executable, "-m", "perfsuite.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.spark
+@needs_spark
+def test_fleet_qualification_of_two_loopback_hosts(cluster, tmp_path):
     store = f"sqlite:///{tmp_path / 'history.db'}"
-    with standalone(tmp_path / "cluster", workers=2, cores=1) as master:
-        r = subprocess.run(
-            [sys.executable, "-m", "perfsuite.cli", "qualify", "--spark-master", master,
-             "--hosts", "2", "--quick", "--out", str(tmp_path / "fleet"), "--store", store],
-            capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
+    r = _cli("qualify", "--spark-master", cluster, "--hosts", 2, "--quick",
+             "--out", tmp_path / "fleet", "--store", store)  # fmt: skip
     assert r.returncode in (0, 1), r.stderr[-2000:]  # 1: the two "hosts" share 2 cores
     reports = sorted((tmp_path / "fleet").glob("*/qualification.json"))
     assert len(reports) == 2
@@ -252,6 +266,29 @@ def test_fleet_qualification_of_two_loopback_hosts(tmp_path):
     from perfsuite.store.database import open_history
 
     assert len(open_history(store).qualifications()) == 2
+
+
+@pytest.mark.spark
+@needs_spark
+def test_a_sweep_runs_on_every_host_of_the_cluster(cluster, tmp_path):
+    config = tmp_path / "profiles.toml"
+    config.write_text(
+        '[tiny]\nmodels = ["small_cnn"]\nframeworks = ["onnxruntime"]\nprecisions = ["fp32"]\n'
+        'threads = ["1"]\nnuma_nodes = ["none"]\nbatch = [1]\nmode = ["latency"]\n'
+        "min_time = 0.05\nmin_samples = 5\nwarmup_time = 0.01\nwarmup_calls = 1\n"
+        "timeout = 120\nkernels = false\nsessions = 1\n"
+    )
+    store = f"sqlite:///{tmp_path / 'history.db'}"
+    r = _cli("sweep", "--spark-master", cluster, "--hosts", 2, "--profile", "tiny",
+             "--config", config, "--out", tmp_path / "fleet", "--store", store)  # fmt: skip
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    points = sorted((tmp_path / "fleet").glob("*/*-tiny/points/*.json"))
+    assert len(points) == 2 and len({p.parts[-4] for p in points}) == 2
+    assert "== across hosts" in r.stdout
+    assert "small_cnn-onnxruntime-fp32-t1-unbound-b1: median" in r.stdout
+    from perfsuite.store.database import open_history
+
+    assert len(open_history(store).runs()) == 2
 
 
 def test_fleet_on_a_local_master_is_a_usage_error(tmp_path):

@@ -7,8 +7,9 @@ One SparkSession per sweep (``SparkExecutor``), ``local[<cores>]`` unless a mast
 given (``--perf-spark-master`` or ``$PERFSUITE_SPARK_MASTER``: ``spark://host:7077``, ``yarn``,
 ``k8s://...``). A point's slots are its partitions (one task per slot runs at a time on
 ``local[<cores>]``), and each task's framework session gets ``cpus_per_task`` threads with
-spinning off: ONNX Runtime ignores ``OMP_NUM_THREADS`` and its spinning pool steals the CPU
-another task is using.
+spinning off (ONNX Runtime ignores ``OMP_NUM_THREADS``, and its spinning pool steals the CPU
+another task is using) and OpenVINO's CPU pinning off (on its own it pins every worker's
+threads from the first core of the mask: two tasks on one core).
 
 With a local or loopback master everything binds to 127.0.0.1 (``SPARK_LOCAL_IP`` and the
 driver's host and bind address); otherwise Spark's own address choice stands, since remote
@@ -210,8 +211,12 @@ class SparkExecutor:
         model = models.get(point["model"])
         variant = quantize.prepare(model, point["precision"], point["framework"])
         options = dict(variant.framework_options)
+        # several tasks share the cores: ORT's spinning pool would steal them, and OpenVINO's
+        # pinning puts every process's threads on the first core of its mask
         if point["framework"] == "onnxruntime":
-            options["spinning"] = False  # several tasks share the cores
+            options["spinning"] = False
+        elif point["framework"] == "openvino":
+            options["cpu_pinning"] = False
         job = {
             "framework": point["framework"],
             "files": self._files(variant.path),

@@ -169,15 +169,21 @@ class PerfSession:
     def write_summary(self) -> Path | None:
         if not self.records:
             return None
-        summary = {
-            "schema": "perfsuite.run/1",
-            "profile": self.profile.as_dict(),
-            "fingerprint": self.fingerprint,
-            "points": [
-                {k: r.get(k) for k in ("id", "status", "error", "stats", "accuracy")}
-                for r in self.records
-            ],
-        }
-        # validated like every record perfsuite writes (a bug must not leave a bad file)
-        records.load_run_summary(json.loads(json.dumps(summary, default=json_default)))
-        return self.run_handle.write_summary(summary)
+        return self.run_handle.write_summary(
+            run_summary(self.profile.as_dict(), self.fingerprint, self.records)
+        )
+
+
+def run_summary(profile: dict, fingerprint: dict, results: list[dict]) -> dict:
+    """A run directory's summary.json, validated like every record perfsuite writes (a bug
+    must not leave a bad file)."""
+    summary = {
+        "schema": "perfsuite.run/1",
+        "profile": profile,
+        "fingerprint": fingerprint,
+        "points": [
+            {k: r.get(k) for k in ("id", "status", "error", "stats", "accuracy")} for r in results
+        ],
+    }
+    records.load_run_summary(json.loads(json.dumps(summary, default=json_default)))
+    return summary

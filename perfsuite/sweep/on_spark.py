@@ -1,0 +1,111 @@
+"""A sweep across hosts on Spark (``perfsuite sweep --spark-master URL --hosts N``): the same
+``run_on_hosts`` path as fleet qualification, each host running the profile's points in its
+own fresh workers; the driver writes one run directory per host, records each in the
+results history and compares the hosts point by point."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def sweep_task(payload: dict) -> dict:
+    """Runs on an executor host: every runnable point of the profile, each in a fresh worker
+    (the sweep's ``worker`` executor), records returned as plain data."""
+    from perfsuite.host.fingerprint import fingerprint
+    from perfsuite.host.topology import read_topology
+    from perfsuite.prepare.backends import software_versions
+    from perfsuite.sweep.plan import make_profile
+    from perfsuite.sweep.session import PerfSession
+
+    profile = make_profile(payload["name"], payload["profile"])
+    scratch = Path(tempfile.mkdtemp(prefix="perfsuite-fleet-"))
+    try:
+        session = PerfSession(
+            profile,
+            scratch / "results",
+            read_topology("/"),
+            fingerprint("/", frameworks=software_versions()),
+            executor="worker",
+            baselines=scratch / "baselines",
+        )
+        points = session.points()
+        results = [session.run(p) for p in points if not p.skip]
+        session.close()
+        return {
+            "fingerprint": session.fingerprint,
+            "records": results,
+            "skipped": {p.id: p.skip for p in points if p.skip},
+        }
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@dataclass
+class FleetSweep:
+    runs: dict[str, Path]  # host -> its run directory
+    records: dict[str, list[dict]]
+    fingerprints: dict[str, dict]
+    skipped: dict[str, dict]
+    errors: dict[str, str]
+
+
+def sweep_fleet(
+    master: str,
+    hosts: int,
+    profile,
+    *,
+    out: Path,
+    host_cores: int = 1,
+    store_url: str | None = None,
+    timeout: float = 3600.0,
+) -> FleetSweep:
+    from perfsuite.execute.spark_hosts import run_on_hosts
+    from perfsuite.store.database import open_history
+    from perfsuite.store.files import RunDir
+    from perfsuite.sweep.session import run_summary
+
+    raw = profile.as_dict()
+    raw.pop("name")
+    payload = {"name": profile.name, "profile": raw}
+    got = run_on_hosts(master, hosts, sweep_task, payload, host_cores=host_cores, timeout=timeout)
+    fleet = FleetSweep({}, {}, {}, {}, {})
+    store = open_history(store_url)
+    for r in got:
+        if r.error or not r.value:
+            fleet.errors[r.host] = r.error or "no result"
+            continue
+        fp, results = r.value["fingerprint"], r.value["records"]
+        fp["fields"]["os.hostname"] = r.host  # loopback "hosts" share a hostname
+        run = RunDir(out / r.host.replace("/", "_"), profile.name)
+        for rec in results:
+            run.write_result(rec)
+        if results:
+            run.write_summary(run_summary(profile.as_dict(), fp, results))
+            store.import_run(run.path)
+        fleet.runs[r.host] = run.path
+        fleet.records[r.host] = results
+        fleet.fingerprints[r.host] = fp
+        fleet.skipped[r.host] = r.value["skipped"]
+    return fleet
+
+
+def compare_hosts(records: dict[str, list[dict]]) -> list[str]:
+    """Per point: each host's throughput against the fleet median (same run, same code)."""
+    import numpy as np
+
+    by_point: dict[str, dict[str, float]] = {}
+    for host, results in records.items():
+        for rec in results:
+            if rec["status"] == "ok":
+                by_point.setdefault(rec["id"], {})[host] = rec["stats"]["throughput_ips"]
+    lines = []
+    for pid, per_host in sorted(by_point.items()):
+        median = float(np.median(list(per_host.values())))
+        cells = ", ".join(
+            f"{h} {v:.2f} ({v / median - 1:+.1%})" for h, v in sorted(per_host.items())
+        )
+        lines.append(f"{pid}: median {median:.2f} items/s; {cells}")
+    return lines
