@@ -459,11 +459,13 @@ def test_runs_are_recorded_in_the_history_store(sweep, registry, tmp_path):
 def test_plugin_gate_and_offline_compare_give_the_same_verdicts(sweep, tmp_path, monkeypatch):
     """One baseline/current pair, a per-id threshold in pyproject.toml: the in-run gate and
     `perfsuite compare` (reading the same pyproject.toml) agree point by point. The x5
-    slowdown is far past the default 5% threshold and far below the per-id 900%, so a face
-    that ignored the per-id threshold would say 'regressed' where the other says 'unchanged'."""
+    slowdown is far past the default 5% threshold and far below the per-id 4900%, so a face
+    that ignored the per-id threshold would say 'regressed' where the other says 'unchanged'.
+    (The margin covers the sub-ms CNN's session-to-session spread: a baseline session at
+    0.057 ms against 0.144 ms unslowed made the x5 read as x12.5.)"""
     sweep.makefile(
         ".toml",
-        pyproject='[tool.perfsuite.gate]\ncv_limit = 2.0\nthresholds = {"small_cnn-*" = 9.0}\n',
+        pyproject='[tool.perfsuite.gate]\ncv_limit = 2.0\nthresholds = {"small_cnn-*" = 49.0}\n',
     )
     out_dir = tmp_path / "runs"
     args = [*FAST, "--perf-min-time", "0.3", "--perf-numa-nodes", "none"]
