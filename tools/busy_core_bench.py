@@ -10,6 +10,7 @@ policies (libgomp reads them when it loads)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -19,6 +20,10 @@ import time
 import numpy as np
 
 SPIN = "import time\nend = time.time() + 600\nwhile time.time() < end: pass\n"
+
+
+def pin(cpu: int) -> None:
+    os.sched_setaffinity(0, {cpu})
 
 
 def rate(n: int, threads: int, seconds: float) -> float:
@@ -53,7 +58,7 @@ def main() -> int:
             spinners = [
                 subprocess.Popen(
                     [sys.executable, "-c", SPIN],
-                    preexec_fn=None if args.pin is None else lambda: os.sched_setaffinity(0, {args.pin}),
+                    preexec_fn=None if args.pin is None else functools.partial(pin, args.pin),
                 )
                 for _ in range(args.competitors)
             ]
