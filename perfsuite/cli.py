@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from perfsuite import cli_db
+from perfsuite import cli_db, cli_runs
 from perfsuite.host.fingerprint import FIELD_CLASSES, fingerprint
 from perfsuite.options import add_gate_options, add_store_option
 
@@ -150,7 +150,7 @@ def cmd_qualify(args) -> int:
         print(f"perfsuite qualify: --repeats must be >= 1, got {args.repeats}", file=sys.stderr)
         return 2
     if args.spark_master:
-        return cmd_qualify_fleet(args)
+        return cli_runs.cmd_qualify_fleet(args)
     from perfsuite.files import NotWritable, check_writable_dir
 
     try:  # before minutes of measuring, not after
@@ -206,128 +206,6 @@ def cmd_qualify(args) -> int:
         atomic_write_text(Path(args.save_reference), json.dumps(new_ref, indent=1) + "\n")
         print(f"reference saved: {args.save_reference} ({new_ref['source']})")
     return 1 if result == "FAIL" else 0
-
-
-def cmd_qualify_fleet(args) -> int:
-    """``qualify --spark-master URL --hosts N``: one qualification per executor host, reports
-    per host under --out and in the results history, and the fleet table; exit 1 when a host
-    fails its checks, has no report, or fails the fleet rules."""
-    from perfsuite.execute.isolation import WorkerError
-    from perfsuite.execute.spark_hosts import FleetUsageError
-    from perfsuite.files import NotWritable, check_writable_dir
-    from perfsuite.qualify import fleet
-    from perfsuite.qualify.checks import QualifyError, load_reference
-    from perfsuite.qualify.on_spark import qualify_fleet
-    from perfsuite.store.database import StoreError, open_history
-
-    if args.save_reference or args.inference:
-        print(
-            "perfsuite qualify: --spark-master runs the hardware checks on each host; "
-            "--save-reference and --inference are for one host (use `perfsuite db fleet "
-            "--save-reference` for a fleet reference)",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    try:
-        check_writable_dir(args.out, "--out")
-        open_history(args.store)  # a bad store URL is a usage error before anything runs
-        ref = load_reference(args.reference, None) if args.reference else None
-        run = qualify_fleet(
-            args.spark_master,
-            args.hosts,
-            out=args.out,
-            host_cores=args.host_cores,
-            quick=args.quick,
-            reference=ref,
-            no_reference=args.no_reference,
-            store_url=args.store,
-        )
-    except (NotWritable, QualifyError, FleetUsageError, StoreError, WorkerError) as exc:
-        print(f"perfsuite qualify: {exc}", file=sys.stderr)
-        return EXIT_USAGE if not isinstance(exc, WorkerError) else EXIT_FAIL
-    for host, report in sorted(run.reports.items()):
-        cls = report["fingerprint"]["hardware_class"]
-        print(f"{host}: {cls}: {report['verdict']} ({run.written[host]})")
-    for host, why in sorted(run.errors.items()):
-        print(f"{host}: no report: {why}")
-    by_class: dict = {}
-    for host, report in run.reports.items():
-        by_class.setdefault(report["fingerprint"]["hardware_class"], {})[host] = report
-    failed = bool(run.errors) or any(r["verdict"] == "FAIL" for r in run.reports.values())
-    rules = fleet.load_rules(None)
-    for cls, reports in sorted(by_class.items()):
-        if len(reports) < 2:
-            print(f"fleet of {cls}: 1 host, nothing to score against")
-            continue
-        scores = fleet.score(
-            {h: fleet.metrics(r["measurements"]) for h, r in reports.items()}, rules, cls
-        )
-        cli_db.fleet_table(scores, {h: r["verdict"] for h, r in reports.items()})
-        failed |= any(s.verdict == "FAIL" for s in scores)
-    return EXIT_FAIL if failed else EXIT_OK
-
-
-def cmd_sweep(args) -> int:
-    """``perfsuite sweep --spark-master URL --hosts N``: the profile's points on each executor
-    host; a run directory per host under --out, each recorded in the results history, the
-    sweep table per host and each point's spread across hosts. Exit 1 when a host or a point
-    failed."""
-    from perfsuite.execute.isolation import WorkerError
-    from perfsuite.execute.spark_hosts import FleetUsageError
-    from perfsuite.files import NotWritable, check_writable_dir
-    from perfsuite.store.database import StoreError, open_history
-    from perfsuite.sweep.on_spark import compare_hosts, sweep_fleet
-    from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
-    from perfsuite.sweep.report import sweep_table
-
-    try:
-        profiles = load_profiles(Path("pyproject.toml"), args.config)
-        profile = select_profile(profiles, args.profile, {})
-        check_writable_dir(args.out, "--out")
-        open_history(args.store)
-        fleet = sweep_fleet(
-            args.spark_master,
-            args.hosts,
-            profile,
-            out=args.out,
-            host_cores=args.host_cores,
-            store_url=args.store,
-            timeout=args.timeout,
-        )
-    except (PlanError, NotWritable, StoreError, FleetUsageError) as exc:
-        print(f"perfsuite sweep: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except WorkerError as exc:
-        print(f"perfsuite sweep: {exc}", file=sys.stderr)
-        return EXIT_FAIL
-    failed = bool(fleet.errors)
-    for host in sorted(fleet.records):
-        cls = fleet.fingerprints[host]["hardware_class"]
-        print(f"== {host} ({cls}): {fleet.runs[host]}")
-        sweep_table(print, fleet.records[host], hardware_class=cls)
-        for pid, why in sorted(fleet.skipped[host].items()):
-            print(f"skipped {pid}: {why}")
-        failed |= any(r["status"] != "ok" for r in fleet.records[host])
-    for host, why in sorted(fleet.errors.items()):
-        print(f"== {host}: no results: {why}")
-    if len(fleet.records) > 1:
-        print("== across hosts")
-        for line in compare_hosts(fleet.records):
-            print(line)
-    return EXIT_FAIL if failed else EXIT_OK
-
-
-def _fleet_options(p) -> None:
-    p.add_argument(
-        "--hosts", type=int, default=2, help="hosts to run on, one task each (default: 2)"
-    )
-    p.add_argument(
-        "--host-cores",
-        type=int,
-        default=1,
-        help="cores of each executor; a task takes them all so no two tasks share a host "
-        "(spark.task.cpus) (default: 1)",
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -417,39 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="qualify the executor hosts of this Spark cluster instead of this machine "
         "(spark://host:7077, yarn, k8s://...) (default: off)",
     )
-    _fleet_options(q)
+    cli_runs.fleet_options(q)
     add_store_option(q.add_argument, "--")
     q.set_defaults(func=cmd_qualify)
-    sw = sub.add_parser(
-        "sweep",
-        help="run a sweep profile on each host of a Spark cluster (on this machine: "
-        "pytest --benchmark-only)",
-    )
-    sw.add_argument(
-        "--spark-master",
-        required=True,
-        metavar="URL",
-        help="the cluster: spark://host:7077, yarn, k8s://...",
-    )
-    sw.add_argument("--profile", default="default", help="sweep profile (default: default)")
-    sw.add_argument(
-        "--config", type=Path, default=None, help="TOML file overriding/adding profiles"
-    )
-    sw.add_argument(
-        "--out",
-        type=Path,
-        default=Path("perf-results") / "fleet",
-        help="a run directory per host goes under OUT/<host>/ (default: perf-results/fleet)",
-    )
-    sw.add_argument(
-        "--timeout",
-        type=float,
-        default=3600.0,
-        help="seconds before the fleet run is cancelled (default: 3600)",
-    )
-    _fleet_options(sw)
-    add_store_option(sw.add_argument, "--")
-    sw.set_defaults(func=cmd_sweep)
+    cli_runs.add_parsers(sub)
     cli_db.add_parser(sub)
     return parser
 

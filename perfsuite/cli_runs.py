@@ -1,0 +1,316 @@
+"""``perfsuite sweep``, ``perfsuite ab`` and ``perfsuite qualify --spark-master``: runs that
+go beyond one measurement on this machine (other hosts through Spark, two environments
+side by side). Exit codes as in ``perfsuite.cli``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from perfsuite import cli_db
+from perfsuite.host.fingerprint import fingerprint
+from perfsuite.options import add_store_option
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def cmd_qualify_fleet(args) -> int:
+    """``qualify --spark-master URL --hosts N``: one qualification per executor host, reports
+    per host under --out and in the results history, and the fleet table; exit 1 when a host
+    fails its checks, has no report, or fails the fleet rules."""
+    from perfsuite.execute.isolation import WorkerError
+    from perfsuite.execute.spark_hosts import FleetUsageError
+    from perfsuite.files import NotWritable, check_writable_dir
+    from perfsuite.qualify import fleet
+    from perfsuite.qualify.checks import QualifyError, load_reference
+    from perfsuite.qualify.on_spark import qualify_fleet
+    from perfsuite.store.database import StoreError, open_history
+
+    if args.save_reference or args.inference:
+        print(
+            "perfsuite qualify: --spark-master runs the hardware checks on each host; "
+            "--save-reference and --inference are for one host (use `perfsuite db fleet "
+            "--save-reference` for a fleet reference)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        check_writable_dir(args.out, "--out")
+        open_history(args.store)  # a bad store URL is a usage error before anything runs
+        ref = load_reference(args.reference, None) if args.reference else None
+        run = qualify_fleet(
+            args.spark_master,
+            args.hosts,
+            out=args.out,
+            host_cores=args.host_cores,
+            quick=args.quick,
+            reference=ref,
+            no_reference=args.no_reference,
+            store_url=args.store,
+        )
+    except (NotWritable, QualifyError, FleetUsageError, StoreError, WorkerError) as exc:
+        print(f"perfsuite qualify: {exc}", file=sys.stderr)
+        return EXIT_USAGE if not isinstance(exc, WorkerError) else EXIT_FAIL
+    for host, report in sorted(run.reports.items()):
+        cls = report["fingerprint"]["hardware_class"]
+        print(f"{host}: {cls}: {report['verdict']} ({run.written[host]})")
+    for host, why in sorted(run.errors.items()):
+        print(f"{host}: no report: {why}")
+    by_class: dict = {}
+    for host, report in run.reports.items():
+        by_class.setdefault(report["fingerprint"]["hardware_class"], {})[host] = report
+    failed = bool(run.errors) or any(r["verdict"] == "FAIL" for r in run.reports.values())
+    rules = fleet.load_rules(None)
+    for cls, reports in sorted(by_class.items()):
+        if len(reports) < 2:
+            print(f"fleet of {cls}: 1 host, nothing to score against")
+            continue
+        scores = fleet.score(
+            {h: fleet.metrics(r["measurements"]) for h, r in reports.items()}, rules, cls
+        )
+        cli_db.fleet_table(scores, {h: r["verdict"] for h, r in reports.items()})
+        failed |= any(s.verdict == "FAIL" for s in scores)
+    return EXIT_FAIL if failed else EXIT_OK
+
+
+def cmd_sweep(args) -> int:
+    """``perfsuite sweep --spark-master URL --hosts N``: the profile's points on each executor
+    host; a run directory per host under --out, each recorded in the results history, the
+    sweep table per host and each point's spread across hosts. Exit 1 when a host or a point
+    failed."""
+    from perfsuite.execute.isolation import WorkerError
+    from perfsuite.execute.spark_hosts import FleetUsageError
+    from perfsuite.files import NotWritable, check_writable_dir
+    from perfsuite.store.database import StoreError, open_history
+    from perfsuite.sweep.on_spark import compare_hosts, sweep_fleet
+    from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
+    from perfsuite.sweep.report import sweep_table
+
+    try:
+        profiles = load_profiles(Path("pyproject.toml"), args.config)
+        profile = select_profile(profiles, args.profile, {})
+        check_writable_dir(args.out, "--out")
+        open_history(args.store)
+        fleet = sweep_fleet(
+            args.spark_master,
+            args.hosts,
+            profile,
+            out=args.out,
+            host_cores=args.host_cores,
+            store_url=args.store,
+            timeout=args.timeout,
+        )
+    except (PlanError, NotWritable, StoreError, FleetUsageError) as exc:
+        print(f"perfsuite sweep: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except WorkerError as exc:
+        print(f"perfsuite sweep: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    failed = bool(fleet.errors)
+    for host in sorted(fleet.records):
+        cls = fleet.fingerprints[host]["hardware_class"]
+        print(f"== {host} ({cls}): {fleet.runs[host]}")
+        sweep_table(print, fleet.records[host], hardware_class=cls)
+        for pid, why in sorted(fleet.skipped[host].items()):
+            print(f"skipped {pid}: {why}")
+        failed |= any(r["status"] != "ok" for r in fleet.records[host])
+    for host, why in sorted(fleet.errors.items()):
+        print(f"== {host}: no results: {why}")
+    if len(fleet.records) > 1:
+        print("== across hosts")
+        for line in compare_hosts(fleet.records):
+            print(line)
+    return EXIT_FAIL if failed else EXIT_OK
+
+
+def _env_pairs(values: list[str] | None, flag: str) -> dict:
+    out = {}
+    for v in values or []:
+        key, sep, val = v.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{flag} {v!r}: use KEY=VALUE")
+        out[key] = val
+    return out
+
+
+def cmd_ab(args) -> int:
+    """``perfsuite ab --a PY --b PY``: interleaved relative runs, B gated against A on the
+    per-round ratios; exit 1 when a point regressed or failed."""
+    import datetime
+    import shutil
+
+    from perfsuite.files import NotWritable, check_writable_dir
+    from perfsuite.gate.paired import judge
+    from perfsuite.gate.statistics import GateConfig
+    from perfsuite.host.topology import read_topology
+    from perfsuite.sweep import ab
+    from perfsuite.sweep.plan import PlanError, expand, load_profiles, select_profile
+
+    try:
+        sides = []
+        for name in ("a", "b"):
+            py = getattr(args, name)
+            exe = shutil.which(py) or (py if Path(py).is_file() else None)
+            if exe is None:
+                raise ValueError(f"--{name} {py}: no such interpreter")
+            sides.append(
+                ab.Side(name, exe, _env_pairs(getattr(args, f"{name}_env"), f"--{name}-env"))
+            )
+        if args.rounds < 3:
+            raise ValueError(f"--rounds {args.rounds}: at least 3 rounds are needed to judge")
+        overrides = {
+            "models": args.models, "frameworks": args.frameworks, "precisions": args.precisions,
+            "threads": args.threads, "numa_nodes": args.numa_nodes, "batch": args.batch,
+            "mode": [args.mode] if args.mode else None, "min_time": args.min_time,
+        }  # fmt: skip
+        profile = select_profile(
+            load_profiles(Path("pyproject.toml"), args.config), args.profile, overrides
+        )
+        cfg = GateConfig(threshold=args.threshold, alpha=args.alpha)
+        check_writable_dir(args.out, "--out")
+    except (ValueError, PlanError, NotWritable) as exc:
+        print(f"perfsuite ab: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from perfsuite.kernels import cpu_features
+
+    planned = expand(profile, read_topology("/"), bf16=bool(cpu_features().get("avx512_bf16")))
+    points = [p.as_dict() for p in planned if not p.skip and not p.spark]
+    for p in planned:
+        if p.skip:
+            print(f"skip {p.id}: {p.skip}")
+    protocol = {
+        "min_time": profile.min_time, "min_samples": profile.min_samples,
+        "warmup_time": profile.warmup_time, "warmup_calls": profile.warmup_calls,
+        "counters": False, "sessions": 1,
+    }  # fmt: skip
+    print(f"A: {sides[0].describe()}\nB: {sides[1].describe()}")
+    print(f"{len(points)} point(s) x {args.rounds} rounds, A then B, fresh processes")
+    result = ab.run(
+        points, protocol, *sides, args.rounds, timeout=profile.timeout,
+        progress=_progress if args.verbose else None,
+    )  # fmt: skip
+    verdicts = judge(result.medians["a"], result.medians["b"], cfg, result.errors)
+    fp = fingerprint("/")
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_dir = Path(args.out) / f"{stamp}-ab"
+    ab.write(run_dir, result, points, fp["hardware_class"], verdicts)
+    print(f"{'verdict':<10} {'B/A-1':>8} {'95% CI':>19} {'p (Holm)':>9} rounds  benchmark")
+    for v in verdicts:
+        if v.change is None:
+            print(f"{v.verdict:<10} {'':>8} {'':>19} {'':>9} {v.rounds:>6}  {v.id}  {v.reason}")
+            continue
+        ci = f"[{v.ci[0]:+.1%}, {v.ci[1]:+.1%}]"
+        print(f"{v.verdict:<10} {v.change:>+8.1%} {ci:>19} {v.p:>9.2g} {v.rounds:>6}  {v.id}")
+    print(f"results: {run_dir}/a, {run_dir}/b, {run_dir}/ab.json")
+    bad = [v for v in verdicts if v.verdict in ("regressed", "error")]
+    return EXIT_FAIL if bad else EXIT_OK
+
+
+def _progress(r: int, pid: str) -> None:
+    print(f"round {r + 1}: {pid}", flush=True)
+
+
+def fleet_options(p) -> None:
+    p.add_argument(
+        "--hosts", type=int, default=2, help="hosts to run on, one task each (default: 2)"
+    )
+    p.add_argument(
+        "--host-cores",
+        type=int,
+        default=1,
+        help="cores of each executor; a task takes them all so no two tasks share a host "
+        "(spark.task.cpus) (default: 1)",
+    )
+
+
+def add_parsers(sub) -> None:
+    sw = sub.add_parser(
+        "sweep",
+        help="run a sweep profile on each host of a Spark cluster (on this machine: "
+        "pytest --benchmark-only)",
+    )
+    sw.add_argument(
+        "--spark-master",
+        required=True,
+        metavar="URL",
+        help="the cluster: spark://host:7077, yarn, k8s://...",
+    )
+    sw.add_argument("--profile", default="default", help="sweep profile (default: default)")
+    sw.add_argument(
+        "--config", type=Path, default=None, help="TOML file overriding/adding profiles"
+    )
+    sw.add_argument(
+        "--out",
+        type=Path,
+        default=Path("perf-results") / "fleet",
+        help="a run directory per host goes under OUT/<host>/ (default: perf-results/fleet)",
+    )
+    sw.add_argument(
+        "--timeout",
+        type=float,
+        default=3600.0,
+        help="seconds before the fleet run is cancelled (default: 3600)",
+    )
+    fleet_options(sw)
+    add_store_option(sw.add_argument, "--")
+    sw.set_defaults(func=cmd_sweep)
+    ab = sub.add_parser(
+        "ab",
+        help="relative runs: the same points from two interpreters/venvs, interleaved, B "
+        "gated against A",
+    )
+    ab.add_argument(
+        "--a", required=True, metavar="PYTHON", help="side A's interpreter (the reference)"
+    )
+    ab.add_argument(
+        "--b", required=True, metavar="PYTHON", help="side B's interpreter (the change)"
+    )
+    ab.add_argument(
+        "--a-env",
+        action="append",
+        metavar="KEY=VALUE",
+        help="environment for A's processes (repeatable)",
+    )
+    ab.add_argument(
+        "--b-env",
+        action="append",
+        metavar="KEY=VALUE",
+        help="environment for B's processes (repeatable)",
+    )
+    ab.add_argument(
+        "--rounds", type=int, default=5, help="rounds of A then B per point (default: 5)"
+    )
+    ab.add_argument("--profile", default="default", help="sweep profile (default: default)")
+    ab.add_argument(
+        "--config", type=Path, default=None, help="TOML file overriding/adding profiles"
+    )
+    for name in ("models", "frameworks", "precisions", "threads", "numa-nodes", "batch"):
+        ab.add_argument(f"--{name}", type=lambda v: v.split(","), default=None,
+                        help=f"{name}, comma-separated (default: the profile's)")  # fmt: skip
+    ab.add_argument(
+        "--mode", choices=("latency", "throughput"), default=None, help="default: the profile's"
+    )
+    ab.add_argument(
+        "--min-time",
+        type=float,
+        default=None,
+        help="seconds per measurement (default: the profile's)",
+    )
+    ab.add_argument(
+        "--threshold",
+        type=float,
+        default=0.02,
+        help="relative change that counts; paired rounds cancel host drift, so it can be "
+        "tighter than the baseline gate's (default: 0.02)",
+    )
+    ab.add_argument(
+        "--alpha", type=float, default=0.01, help="family-wise error rate, Holm (default: 0.01)"
+    )
+    ab.add_argument(
+        "--out",
+        type=Path,
+        default=Path("perf-results"),
+        help="where the run goes (default: perf-results)",
+    )
+    ab.add_argument("--verbose", action="store_true", help="print each measurement as it ends")
+    ab.set_defaults(func=cmd_ab)
