@@ -60,18 +60,19 @@ class SparkSpec(_Record):
     cpus_per_task: int = Field(ge=1)
 
 
-def point_id(
-    model, framework, precision, threads, numa_node, batch, mode, spark: dict | None = None
-) -> str:
-    """The one spelling of a point's id (the sweep's plan and the record validator share it).
-    Spark points say so, with pattern and slots x CPUs: ``...-spark_partition-2x1-b32``."""
-    node = "unbound" if numa_node is None else f"node{numa_node}"
+def point_id(p: dict) -> str:
+    """The one spelling of a point's id from its fields (the sweep's plan and the record
+    validator share it). Spark points say so, with pattern and slots x CPUs:
+    ``...-spark_partition-2x1-b32``."""
+    node = "unbound" if p["numa_node"] is None else f"node{p['numa_node']}"
+    head = f"{p['model']}-{p['framework']}-{p['precision']}"
+    spark = p.get("spark")
     if spark:
         where = f"spark_{spark['pattern']}-{spark['slots']}x{spark['cpus_per_task']}"
-        where += "" if numa_node is None else f"-{node}"
-        return f"{model}-{framework}-{precision}-{where}-b{batch}"
-    suffix = "" if mode == "latency" else f"-{mode}"
-    return f"{model}-{framework}-{precision}-t{threads}-{node}-b{batch}{suffix}"
+        where += "" if p["numa_node"] is None else f"-{node}"
+        return f"{head}-{where}-b{p['batch']}"
+    suffix = "" if p["mode"] == "latency" else f"-{p['mode']}"
+    return f"{head}-t{p['threads']}-{node}-b{p['batch']}{suffix}"
 
 
 class Point(_Record):
@@ -89,17 +90,7 @@ class Point(_Record):
 
     @model_validator(mode="after")
     def _id_matches(self):
-        spark = self.spark.model_dump() if self.spark else None
-        want = point_id(
-            self.model,
-            self.framework,
-            self.precision,
-            self.threads,
-            self.numa_node,
-            self.batch,
-            self.mode,
-            spark,
-        )
+        want = point_id(self.model_dump())
         if self.id != want:
             raise ValueError(f"id {self.id!r} does not match the point's fields ({want!r})")
         return self

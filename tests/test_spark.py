@@ -44,7 +44,7 @@ def _point(pattern="partition", slots=2, cpus=1, batch=4, node=None, fw="onnxrun
         "skip": None,
         "spark": spark,
     }
-    p["id"] = records.point_id(**{k: p[k] for k in list(p)[:7]}, spark=spark)
+    p["id"] = records.point_id(p)
     return p
 
 

@@ -102,17 +102,7 @@ class Point:
 
     @property
     def id(self) -> str:
-        spark = asdict(self.spark) if self.spark else None
-        return point_id(
-            self.model,
-            self.framework,
-            self.precision,
-            self.threads,
-            self.numa_node,
-            self.batch,
-            self.mode,
-            spark,
-        )
+        return point_id(asdict(self))
 
     def as_dict(self) -> dict:
         d = asdict(self)
