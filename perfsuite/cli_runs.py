@@ -223,6 +223,55 @@ def fleet_options(p) -> None:
     )
 
 
+def cmd_icount(args) -> int:
+    """``perfsuite icount``: instruction counts of the kernel points (valgrind), saved or
+    compared with a saved set at a tight threshold; exit 1 when a count grew past it."""
+    import json
+
+    from perfsuite.execute import instructions as ic
+    from perfsuite.files import atomic_write_text
+
+    problem = ic.unavailable()
+    base = None
+    try:
+        if problem:
+            raise ValueError(problem)
+        if args.against:
+            try:
+                data = json.loads(Path(args.against).read_text())
+                base = {str(k): int(v) for k, v in data["counts"].items()}
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise ValueError(f"{args.against}: not a perfsuite icount file ({exc})") from None
+        known = {p.id: p for p in ic.POINTS}
+        wanted = args.points or list(known)
+        unknown = [w for w in wanted if w not in known]
+        if unknown:
+            raise ValueError(f"unknown point(s) {', '.join(unknown)}; valid: {', '.join(known)}")
+        if not 0 < args.threshold < 1:
+            raise ValueError(f"--threshold {args.threshold}: use a fraction, e.g. 0.01")
+    except ValueError as exc:
+        print(f"perfsuite icount: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        counts = ic.count_all([known[w] for w in wanted], block=args.block or "")
+    except RuntimeError as exc:  # valgrind or the --block code failed: one line
+        print(f"perfsuite icount: {str(exc).splitlines()[-1]}", file=sys.stderr)
+        return EXIT_FAIL
+    if args.save:
+        atomic_write_text(Path(args.save), ic.dump(counts) + "\n")
+        print(f"saved: {args.save}")
+    if base is None:
+        for pid, n in counts.items():
+            print(f"{pid:<24} {n:>16,d} instructions ({ic.ISA}, valgrind)")
+        return EXIT_OK
+    rows = ic.compare({k: v for k, v in base.items() if k in counts}, counts, args.threshold)
+    print(f"{'verdict':<10} {'change':>9} {'base':>16} {'current':>16}  point")
+    for pid, b, c, change, verdict in rows:
+        ch = f"{change:+.3%}" if change is not None else "-"
+        print(f"{verdict:<10} {ch:>9} {b or 0:>16,d} {c or 0:>16,d}  {pid}")
+    return EXIT_FAIL if any(r[4] == "regressed" for r in rows) else EXIT_OK
+
+
 def add_parsers(sub) -> None:
     sw = sub.add_parser(
         "sweep",
@@ -314,3 +363,21 @@ def add_parsers(sub) -> None:
     )
     ab.add_argument("--verbose", action="store_true", help="print each measurement as it ends")
     ab.set_defaults(func=cmd_ab)
+    ic = sub.add_parser(
+        "icount",
+        help="instruction counts of the kernels under valgrind: deterministic, gated at 1%%",
+    )
+    ic.add_argument("--points", type=lambda v: v.split(","), default=None,
+                    help="kernel points, comma-separated (default: all)")  # fmt: skip
+    ic.add_argument("--save", type=Path, default=None, help="write the counts here (JSON)")
+    ic.add_argument("--against", type=Path, default=None,
+                    help="a saved counts file: gate the counts against it")  # fmt: skip
+    ic.add_argument("--threshold", type=float, default=0.01,
+                    help="relative growth that is a regression (default: 0.01)")  # fmt: skip
+    ic.add_argument(
+        "--block",
+        default=None,
+        help="Python run after the default blocking is made, to count a changed kernel "
+        "setting, e.g. 'blk = kernels.Blocking(blk.kc_l1 // 2, blk.mc_l2, blk.nc_l3)'",
+    )
+    ic.set_defaults(func=cmd_icount)

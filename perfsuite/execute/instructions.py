@@ -1,0 +1,146 @@
+"""Instruction counts of the kernels: deterministic where wall-clock time is not. Each
+kernel point runs once under valgrind's callgrind with collection limited to the kernel call
+(``--toggle-collect``), 1 thread, and reports the instructions executed (``Ir``). Counts do
+not move with the clock, neighbours or steal, so they are gated with a tight threshold
+(CodSpeed's design for noisy runners).
+
+Valgrind has no AVX-512: under it the CPU reports AVX2 at most, so the counts are those of
+the AVX2 variants (``PERFSUITE_FORCE_ISA=avx2``), the same on Zen 3 and Zen 4 hosts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+ISA = "avx2"
+THRESHOLD = 0.01  # a kernel change that adds 1% of instructions is a regression
+
+
+@dataclass(frozen=True)
+class KernelPoint:
+    id: str
+    call: str  # Python source run once, inside collection; a, b, out are prepared
+    setup: str
+    collect: str  # callgrind --toggle-collect pattern: the Cython entry point
+
+
+_GEMM = """
+import numpy as np
+from perfsuite import kernels
+rng = np.random.default_rng(0)
+n = {n}
+{arrays}
+blk = kernels.blocking("{op}")
+{block}
+"""
+
+POINTS = [
+    KernelPoint(
+        f"gemm_f32-n{n}",
+        "kernels.gemm_f32(a, b, out, threads=1, block=blk)",
+        _GEMM.format(
+            n=n,
+            op="f32",
+            block="{block}",
+            arrays="a = rng.standard_normal((n, n), dtype=np.float32)\n"
+            "b = rng.standard_normal((n, n), dtype=np.float32)\n"
+            "out = np.empty((n, n), np.float32)",
+        ),
+        "*gemm_f32_into*",
+    )  # fmt: skip
+    for n in (128, 256)
+] + [
+    KernelPoint(
+        "gemm_u8s8_s32-n256",
+        "kernels.gemm_u8s8_s32(a, b, out, threads=1, block=blk)",
+        _GEMM.format(
+            n=256,
+            op="u8s8",
+            block="{block}",
+            arrays="a = rng.integers(0, 256, (n, n), dtype=np.uint8)\n"
+            "b = rng.integers(-128, 128, (n, n), dtype=np.int8)\n"
+            "out = np.empty((n, n), np.int32)",
+        ),
+        "*gemm_u8s8_s32_into*",
+    ),  # fmt: skip
+    KernelPoint(
+        "triad-n1048576",
+        "kernels.stream_triad(a, b, c, 3.0, threads=1)",
+        "import numpy as np\nfrom perfsuite import kernels\nn = 1 << 20\n"
+        "a, b, c = (np.ones(n, np.float32) for _ in range(3))\n{block}",
+        "*triad*",
+    ),
+]
+
+
+def unavailable() -> str | None:
+    if shutil.which("valgrind") is None:
+        return "valgrind is not installed (Debian: valgrind)"
+    return None
+
+
+def count(point: KernelPoint, *, block: str = "", timeout: float = 900) -> int:
+    """Instructions executed inside ``point``'s kernel call (callgrind ``Ir``). ``block`` is
+    Python run after the default blocking is made (e.g. a changed ``blk``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        script = point.setup.format(block=block) + "\n" + point.call + "\n"
+        proc = subprocess.run(
+            [
+                shutil.which("valgrind") or "valgrind",
+                "--tool=callgrind",
+                "--collect-atstart=no",
+                f"--toggle-collect={point.collect}",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                "-c",
+                script,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "PERFSUITE_FORCE_ISA": ISA, "OMP_NUM_THREADS": "1"},
+        )
+        if proc.returncode != 0 or not os.path.exists(out):
+            raise RuntimeError(f"{point.id}: valgrind failed: {proc.stderr.strip()[-300:]}")
+        with open(out) as f:
+            for line in f:
+                if line.startswith("totals:") or line.startswith("summary:"):
+                    return int(line.split()[1])
+    raise RuntimeError(f"{point.id}: callgrind wrote no totals")
+
+
+def count_all(points=POINTS, *, block: str = "") -> dict[str, int]:
+    return {p.id: count(p, block=block) for p in points}
+
+
+def compare(base: dict[str, int], cur: dict[str, int], threshold: float = THRESHOLD) -> list:
+    """(id, base, current, change, verdict) per id: regressed above +threshold, improved
+    below -threshold; counts are exact, so no statistics."""
+    rows = []
+    for pid in sorted(set(base) | set(cur)):
+        if pid not in base or pid not in cur:
+            rows.append(
+                (pid, base.get(pid), cur.get(pid), None, "new" if pid in cur else "missing")
+            )
+            continue
+        change = cur[pid] / base[pid] - 1
+        verdict = (
+            "regressed"
+            if change > threshold
+            else "improved"
+            if change < -threshold
+            else "unchanged"
+        )
+        rows.append((pid, base[pid], cur[pid], change, verdict))
+    return rows
+
+
+def dump(counts: dict[str, int]) -> str:
+    return json.dumps({"schema": "perfsuite.icount/1", "isa": ISA, "counts": counts}, indent=1)

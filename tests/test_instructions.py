@@ -1,0 +1,52 @@
+"""Instruction-count mode: deterministic counts under valgrind, and a kernel change of about
+1% more instructions caught by the 1% gate."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from perfsuite.execute import instructions as ic
+
+pytestmark = pytest.mark.skipif(ic.unavailable() is not None, reason=str(ic.unavailable()))
+GEMM = next(p for p in ic.POINTS if p.id == "gemm_f32-n128")
+# A smaller k block: more passes over C and more packing calls, the same result
+HALF_KC = "blk = kernels.Blocking(max(8, blk.kc_l1 // 2), blk.mc_l2, blk.nc_l3)"
+
+
+@pytest.mark.slow
+def test_counts_repeat_exactly_and_a_kernel_change_is_caught():
+    first, second = ic.count(GEMM), ic.count(GEMM)
+    assert first == second and first > 2 * 128**3 / 16  # at least one 8-wide FMA per 16 flops
+    changed = ic.count(GEMM, block=HALF_KC)
+    (row,) = ic.compare({GEMM.id: first}, {GEMM.id: changed})
+    assert row[3] != 0.0
+    assert row[4] == (
+        "regressed" if row[3] > 0.01 else "improved" if row[3] < -0.01 else "unchanged"
+    )
+
+
+def test_compare_is_exact_arithmetic():
+    rows = ic.compare({"a": 1000, "b": 1000, "gone": 5}, {"a": 1011, "b": 1009, "new": 1})
+    got = {r[0]: r[4] for r in rows}
+    assert got == {"a": "regressed", "b": "unchanged", "gone": "missing", "new": "new"}
+
+
+def test_icount_cli_saves_and_gates(tmp_path):
+    saved = tmp_path / "counts.json"
+    run = [sys.executable, "-m", "perfsuite.cli", "icount", "--points", "triad-n1048576"]
+    r = subprocess.run([*run, "--save", str(saved)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(saved.read_text())
+    assert data["schema"] == "perfsuite.icount/1" and data["counts"]["triad-n1048576"] > 0
+    r = subprocess.run([*run, "--against", str(saved)], capture_output=True, text=True)
+    assert r.returncode == 0 and "unchanged" in r.stdout and "+0.000%" in r.stdout
+    saved.write_text(json.dumps({"counts": {"triad-n1048576": 1}}))  # fewer than now: "grew"
+    r = subprocess.run([*run, "--against", str(saved)], capture_output=True, text=True)
+    assert r.returncode == 1 and "regressed" in r.stdout
+    bad = subprocess.run([*run, "--against", str(tmp_path / "none.json")], capture_output=True,
+                         text=True)  # fmt: skip
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
