@@ -195,6 +195,9 @@ class SparkExecutor:
 
     def _files(self, path):
         if path not in self._broadcast:
+            for old in self._broadcast.values():  # one model's files on the executors at a time
+                old.unpersist()
+            self._broadcast.clear()
             files = {path.name: path.read_bytes()}
             weights = path.with_suffix(".bin")  # OpenVINO IR keeps its weights beside the xml
             if weights.exists():
