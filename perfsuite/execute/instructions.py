@@ -6,16 +6,18 @@ not move with the clock, neighbours or steal, so they are gated with a tight thr
 
 Valgrind has no AVX-512: under it the CPU reports AVX2 at most, so the counts are those of
 the AVX2 variants (``PERFSUITE_FORCE_ISA=avx2``). The blocking still follows the host's
-caches, so compare counts within a hardware class. With PYTHONHASHSEED fixed, runs on the
-Zen 4 dev VM gave the same count (693,469 for gemm_f32 n=128, 6 of 6; with a random seed the
-kernel's scratch allocations made two runs differ by 6), and a 6-row A block added 1.21%
-(caught at 1%) where a 12-row one added 0.48%.
+caches, so compare counts within a hardware class. The counted process gets a fixed
+environment and hash seed, and glibc's allocator calls are taken out of the count: with
+those, repeated runs agree to within 12 instructions (690,629 or 690,635 for gemm_f32 n=128:
+0.002%, 500x under the gate; Python's own allocator in the Cython wrapper is what is left).
+A 6-row A block added 1.2-1.3% (caught at 1%) where a 12-row one added 0.48%.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -89,6 +91,17 @@ def unavailable() -> str | None:
     return None
 
 
+def _fixed_env() -> dict:
+    """The kernel's scratch allocations cost what the heap's state makes them cost, and
+    Python's hash seed and the environment's size shape that state (runs differed by 6
+    instructions): the counted process gets a fixed, minimal environment."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "HOME": "/"}
+    env.update(PERFSUITE_FORCE_ISA=ISA, OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
 def count(point: KernelPoint, *, block: str = "", timeout: float = 900) -> int:
     """Instructions executed inside ``point``'s kernel call (callgrind ``Ir``). ``block`` is
     Python run after the default blocking is made (e.g. a changed ``blk``)."""
@@ -120,11 +133,39 @@ def count(point: KernelPoint, *, block: str = "", timeout: float = 900) -> int:
         )
         if proc.returncode != 0 or not os.path.exists(out):
             raise RuntimeError(f"{point.id}: valgrind failed: {proc.stderr.strip()[-300:]}")
+        total = None
         with open(out) as f:
             for line in f:
                 if line.startswith("totals:") or line.startswith("summary:"):
-                    return int(line.split()[1])
-    raise RuntimeError(f"{point.id}: callgrind wrote no totals")
+                    total = int(line.split()[1])
+                    break
+        if total is None:
+            raise RuntimeError(f"{point.id}: callgrind wrote no totals")
+        return total - _allocator_cost(out)
+
+
+# glibc's allocator entry points: what a call costs depends on the heap's state, which the
+# environment, ASLR and the hash seed shape (runs of the same kernel were 6 apart)
+_ALLOCATOR = re.compile(
+    r"^\s*([\d,]+) \([^)]*\)\s+\S*malloc\.c:(malloc|free|calloc|realloc|memalign"
+    r"|aligned_alloc|posix_memalign)\b"
+)
+
+
+def _allocator_cost(out: str) -> int:
+    """Instructions spent inside the allocator's entry points during collection."""
+    annotate = shutil.which("callgrind_annotate")
+    if annotate is None:
+        return 0
+    text = subprocess.run(
+        [annotate, "--inclusive=yes", "--threshold=100", "--auto=no", out],
+        capture_output=True,
+        text=True,
+    ).stdout
+    table = text.split("file:function", 1)[-1].split("-- Auto-annotated source", 1)[0]
+    return sum(
+        int(m.group(1).replace(",", "")) for m in map(_ALLOCATOR.match, table.splitlines()) if m
+    )
 
 
 def count_all(points=POINTS, *, block: str = "") -> dict[str, int]:
