@@ -178,11 +178,7 @@ def cmd_ab(args) -> int:
     for p in planned:
         if p.skip:
             print(f"skip {p.id}: {p.skip}")
-    protocol = {
-        "min_time": profile.min_time, "min_samples": profile.min_samples,
-        "warmup_time": profile.warmup_time, "warmup_calls": profile.warmup_calls,
-        "counters": False, "sessions": 1,
-    }  # fmt: skip
+    protocol = profile.protocol(sessions=1)  # the rounds are the repetitions
     print(f"A: {sides[0].describe()}\nB: {sides[1].describe()}")
     print(f"{len(points)} point(s) x {args.rounds} rounds, A then B, fresh processes")
     result = ab.run(

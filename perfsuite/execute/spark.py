@@ -377,17 +377,21 @@ class SparkExecutor:
         (same decode, same batch): the accuracy gate's metric and threshold."""
         from perfsuite.execute.spark_tasks import decode
         from perfsuite.prepare import accuracy
-        from perfsuite.prepare.backends import RunConfig, get_backend
 
         n = min(REFERENCE_ITEMS, self.items)
-        rows = self._rows(model)[:n]
-        cfg = RunConfig(threads=1, batch=point["batch"], options=dict(job["options"]))
-        ref = []
-        with get_backend(point["framework"]).prepare(variant.path, cfg) as sess:
-            for i in range(0, n, point["batch"]):
-                x = decode([b for _, b in rows[i : i + point["batch"]]], model.input_shape)
-                ref.append(np.asarray(sess.infer({model.input_name: x})[0], np.float32))
-        ref = np.concatenate(ref).reshape(n, -1)
+        x = decode([b for _, b in self._rows(model)[:n]], model.input_shape)
+        ref = (
+            accuracy.run_batches(
+                point["framework"],
+                variant.path,
+                job["options"],
+                x,
+                model.input_name,
+                point["batch"],
+            )
+            .reshape(n, -1)
+            .astype(np.float32)
+        )
         got = np.stack([np.frombuffer(outputs[i], np.float32) for i in range(n)])
         threshold = accuracy.THRESHOLDS.get(model.name, accuracy.THRESHOLDS["default"])
         sqnr = accuracy.centred_sqnr_db(ref, got)

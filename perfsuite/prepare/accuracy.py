@@ -54,7 +54,7 @@ def centred_sqnr_db(reference: np.ndarray, test: np.ndarray) -> float:
     return 10.0 * np.log10(s / n) if s > 0 else float("-inf")
 
 
-def _run(
+def run_batches(
     framework: str, path, options: dict, x: np.ndarray, input_name: str, batch: int
 ) -> np.ndarray:
     cfg = RunConfig(threads=1, batch=batch, options=options)
@@ -76,8 +76,8 @@ def evaluate(
 
         _, x_test, _, y_test = digits_split()
         batch = len(x_test)  # one static batch: OpenVINO compiles for a fixed size
-        ref = _run(framework, model.path, {}, x_test, model.input_name, batch)
-        out = _run(
+        ref = run_batches(framework, model.path, {}, x_test, model.input_name, batch)
+        out = run_batches(
             framework, variant.path, variant.framework_options, x_test, model.input_name, batch
         )
         acc_fp32 = float((ref.argmax(1) == y_test).mean() * 100)
@@ -92,8 +92,8 @@ def evaluate(
         )
     n = 8 if model.flops_per_item > 1e9 else 32
     x = model.inputs(n, seed=99)[model.input_name]
-    ref = _run(framework, model.path, {}, x, model.input_name, 1)
-    out = _run(framework, variant.path, variant.framework_options, x, model.input_name, 1)
+    ref = run_batches(framework, model.path, {}, x, model.input_name, 1)
+    out = run_batches(framework, variant.path, variant.framework_options, x, model.input_name, 1)
     floor = (
         THRESHOLDS.get(model.name, THRESHOLDS["default"])
         if sqnr_floor_db is None

@@ -59,6 +59,17 @@ class Profile:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def protocol(self, *, counters: bool = False, sessions: int | None = None) -> dict:
+        """The measurement protocol a point runs with (``perfsuite.execute.measure``)."""
+        return {
+            "min_time": self.min_time,
+            "min_samples": self.min_samples,
+            "warmup_time": self.warmup_time,
+            "warmup_calls": self.warmup_calls,
+            "counters": counters,
+            "sessions": self.sessions if sessions is None else sessions,
+        }
+
 
 @dataclass(frozen=True)
 class Spark:

@@ -89,15 +89,7 @@ class PerfSession:
     # -- running -----------------------------------------------------------------------------
 
     def protocol(self) -> dict:
-        p = self.profile
-        return {
-            "min_time": p.min_time,
-            "min_samples": p.min_samples,
-            "warmup_time": p.warmup_time,
-            "warmup_calls": p.warmup_calls,
-            "counters": self.counters,
-            "sessions": p.sessions,
-        }
+        return self.profile.protocol(counters=self.counters)
 
     def gate(self, point: Point):
         """Accuracy of an INT8/bf16 variant vs FP32, computed once per (model, fw, prec)."""
