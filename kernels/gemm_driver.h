@@ -67,6 +67,25 @@ static void GD_CAT(GD_NAME, _pack_b_panel)(ptrdiff_t nvalid, ptrdiff_t kc, ptrdi
                 *panel++ = (c < nvalid && k + s < kvalid) ? B[(k + s) * ldb + c] : 0;
 }
 
+/* Up to GD_BGROUP full panels, k-outer: each B row is read as one run of GD_BGROUP * NR values
+ * instead of NR values at a time down a 4 KiB stride. Zen 4, n = 1024, f32, B cold, 6 runs:
+ * 0.35-0.46 ms for 8-panel groups against 0.56-0.64 ms panel by panel. */
+#define GD_BGROUP 8
+static void GD_CAT(GD_NAME, _pack_b_group)(ptrdiff_t panels, ptrdiff_t kc, const GD_TB *B,
+                                           ptrdiff_t ldb, GD_TB *Bp) {
+    for (ptrdiff_t k = 0; k < kc; k += GD_KSTEP)
+        for (ptrdiff_t p = 0; p < panels; ++p) {
+            GD_TB *panel = Bp + p * GD_NR * kc + k * GD_NR;
+            const GD_TB *b = B + k * ldb + p * GD_NR;
+            if (GD_KSTEP == 1) {
+                memcpy(panel, b, sizeof(GD_TB) * GD_NR);
+                continue;
+            }
+            for (ptrdiff_t c = 0; c < GD_NR; ++c)
+                for (ptrdiff_t s = 0; s < GD_KSTEP; ++s) *panel++ = b[s * ldb + c];
+        }
+}
+
 static inline ptrdiff_t GD_CAT(GD_NAME, _round_up)(ptrdiff_t x, ptrdiff_t m) {
     return (x + m - 1) / m * m;
 }
@@ -103,9 +122,15 @@ static int GD_NAME(GD_UKERNEL_T uk, ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const
                 const ptrdiff_t kvalid = K - pc < KC ? K - pc : KC;
                 const ptrdiff_t kc = GD_CAT(GD_NAME, _round_up)(kvalid, GD_KSTEP);
 #pragma omp for schedule(static)
-                for (ptrdiff_t jr = 0; jr < nc; jr += GD_NR)
-                    GD_CAT(GD_NAME, _pack_b_panel)(nc - jr < GD_NR ? nc - jr : GD_NR, kc, kvalid,
-                                                   B + pc * ldb + jc + jr, ldb, Bp + jr * kc);
+                for (ptrdiff_t j0 = 0; j0 < nc; j0 += GD_BGROUP * GD_NR) {
+                    const ptrdiff_t j1 = nc - j0 < GD_BGROUP * GD_NR ? nc : j0 + GD_BGROUP * GD_NR;
+                    const ptrdiff_t full = kvalid == kc ? (j1 - j0) / GD_NR : 0;
+                    GD_CAT(GD_NAME, _pack_b_group)(full, kc, B + pc * ldb + jc + j0, ldb,
+                                                   Bp + j0 * kc);
+                    for (ptrdiff_t jr = j0 + full * GD_NR; jr < j1; jr += GD_NR)
+                        GD_CAT(GD_NAME, _pack_b_panel)(j1 - jr < GD_NR ? j1 - jr : GD_NR, kc, kvalid,
+                                                       B + pc * ldb + jc + jr, ldb, Bp + jr * kc);
+                }
                 /* Row blocks are handed out dynamically: a thread whose core another process
                  * shares takes fewer of them instead of holding the others at the barrier.
                  * Zen 4, 2 threads, n=1024, one spinning competitor, paired runs against the
@@ -144,6 +169,7 @@ static int GD_NAME(GD_UKERNEL_T uk, ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const
 
 #undef GD_UKERNEL_T
 #undef GD_KLINE
+#undef GD_BGROUP
 #undef GD_NAME
 #undef GD_TA
 #undef GD_TB
