@@ -69,6 +69,15 @@ def pytest_terminal_summary(terminalreporter, config):
                 f"{_ratio(r, ('gemm_bf16', t, n), g):>9} "
                 f"{_ratio(r, g, ('gemm_f32', 1, n)) if t > 1 else '':>6}"
             )
+    for (kind, t, n), v in sorted(r.items()):
+        if kind == "paired":
+            ratios = "; ".join(
+                f"{k} {m:.2f} [{lo:.2f}-{hi:.2f}]" for k, (m, lo, hi) in v["ratios"].items()
+            )
+            tr.write_line(
+                f"interleaved rounds, n={n}, {t} thread(s), median of per-round ratios "
+                f"[min-max]: {ratios}"
+            )
     for (kind, t, _n), v in sorted(r.items()):
         if kind == "triad":
             tr.write_line(f"STREAM triad, {t} thread(s): {v:.1f} GB/s")

@@ -223,3 +223,77 @@ def test_false_sharing(benchmark, kernel_results):
     result = benchmark.pedantic(kernels.false_sharing_probe, (2, 20_000_000), rounds=3)
     kernel_results[("false_sharing", 2, 0)] = result["ratio"]
     benchmark.extra_info.update(result)
+
+
+PAIRED_N = 1024
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_ratios_interleaved(benchmark, kernel_results, threads):
+    """The headline ratios (ours/numpy, ours/peak, INT8/FP32, BF16/FP32) from interleaved
+    rounds: each round runs every kernel once, in a rotated order, right after a short FMA-peak
+    probe, and each ratio is the median of its per-round ratios.
+
+    The separate benchmarks above measure each kernel in its own window, seconds apart. On the
+    shared Zen 4 VM a GEMM window can read 25% low while the FMA loop does not move (memory
+    neighbours hit GEMM, not a register-only loop: 2026-12-03, gemm 62.8-103.5 GF/s against a
+    peak of 117-124 over 12 pairs), so a ratio across windows measures drift as much as code.
+    """
+    n = PAIRED_N
+    a, b = _mats(n)
+    a8 = np.random.default_rng(0).integers(0, 256, (n, n), dtype=np.uint8)
+    b8 = np.random.default_rng(1).integers(-64, 64, (n, n), dtype=np.int8)
+    a16, b16 = kernels.to_bf16(a), kernels.to_bf16(b)
+    f32, i32 = np.empty((n, n), np.float32), np.empty((n, n), np.int32)
+    ops = {
+        "gemm_f32": lambda: kernels.gemm_f32(a, b, f32, threads),
+        "gemm_u8s8": lambda: kernels.gemm_u8s8_s32(a8, b8, i32, threads),
+    }
+    if kernels.variant_info(kernels.isa())["bf16_native"]:
+        ops["gemm_bf16"] = lambda: kernels.gemm_bf16(a16, b16, f32, threads)
+    rates: dict[str, list[float]] = {name: [] for name in [*ops, "numpy", "peak"]}
+    order = list(ops)
+
+    def timed(name, op):
+        t0 = time.perf_counter()
+        op()
+        rates[name].append(2 * n**3 / (time.perf_counter() - t0) / 1e9)
+
+    def one_round():
+        rates["peak"].append(kernels.compute_peak(threads=threads, seconds=0.03)["gflops"])
+        for name in order:
+            timed(name, ops[name])
+        order.append(order.pop(0))
+        # numpy last, between untimed pauses when threaded: libgomp's idle workers spin after
+        # our kernels and OpenBLAS's after numpy, each taking a core from the other's next call
+        # (Zen 4, 2 threads: numpy right after gemm_f32 79-107 GF/s, 5 ms later 92-141, after
+        # numpy 165-174).
+        if threads > 1:
+            time.sleep(0.3)
+        timed("numpy", lambda: np.matmul(a, b, out=f32))
+        if threads > 1:
+            time.sleep(0.3)
+
+    with threadpool_limits(threads):
+        one_round()  # warm-up, not kept
+        for v in rates.values():
+            v.clear()
+        benchmark.pedantic(one_round, rounds=21, warmup_rounds=0)
+    time.sleep(0.3)  # OpenBLAS's spinning workers, as in test_gemm_numpy
+
+    def paired(num, den):
+        per_round = [x / y for x, y in zip(rates[num], rates[den], strict=True)]
+        return float(np.median(per_round)), min(per_round), max(per_round)
+
+    pairs = {
+        "gemm/numpy": ("gemm_f32", "numpy"),
+        "gemm/peak": ("gemm_f32", "peak"),
+        "int8/f32": ("gemm_u8s8", "gemm_f32"),
+        "bf16/f32": ("gemm_bf16", "gemm_f32"),
+    }
+    result = {k: paired(*v) for k, v in pairs.items() if v[0] in rates}
+    medians = {name: float(np.median(v)) for name, v in rates.items()}
+    kernel_results[("paired", threads, n)] = {"ratios": result, "rates": medians}
+    benchmark.extra_info.update(
+        n=n, threads=threads, isa=kernels.isa(), rounds=21, ratios=result, median_rates=medians
+    )
