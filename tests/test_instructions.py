@@ -19,10 +19,13 @@ SMALL_MC = "blk = kernels.Blocking(blk.kc_l1, 6, blk.nc_l3)"
 
 
 @pytest.mark.slow
-def test_counts_repeat_exactly_and_a_kernel_change_is_caught():
-    first, second = ic.count(GEMM), ic.count(GEMM)
-    # within a dozen instructions (Python's allocator in the wrapper), 500x under the 1% gate
-    assert abs(first - second) <= 16 and first > 2 * 128**3 / 16  # >= one 8-wide FMA / 16 flops
+def test_counts_repeat_exactly_and_a_kernel_change_is_caught(monkeypatch, tmp_path):
+    first = ic.count(GEMM)
+    # the caller's environment and directory do not reach the counted process
+    monkeypatch.setenv("PERFSUITE_TEST_PADDING", "x" * 3000)
+    monkeypatch.chdir(tmp_path)
+    second = ic.count(GEMM)
+    assert first == second and first > 2 * 128**3 / 16  # >= one 8-wide FMA per 16 flops
     changed = ic.count(GEMM, block=SMALL_MC)
     (row,) = ic.compare({GEMM.id: first}, {GEMM.id: changed})
     assert row[3] != 0.0

@@ -6,11 +6,13 @@ not move with the clock, neighbours or steal, so they are gated with a tight thr
 
 Valgrind has no AVX-512: under it the CPU reports AVX2 at most, so the counts are those of
 the AVX2 variants (``PERFSUITE_FORCE_ISA=avx2``). The blocking still follows the host's
-caches, so compare counts within a hardware class. The counted process gets a fixed
-environment and hash seed, and glibc's allocator calls are taken out of the count: with
-those, repeated runs agree to within 12 instructions (690,629 or 690,635 for gemm_f32 n=128:
-0.002%, 500x under the gate; Python's own allocator in the Cython wrapper is what is left).
-A 6-row A block added 1.2-1.3% (caught at 1%) where a 12-row one added 0.48%.
+caches, so compare counts within a hardware class. The counted process gets a fixed, minimal
+environment, working directory and hash seed: the heap's history, and so what the kernel's
+scratch allocations cost, follows them (with the caller's environment, runs from two shells
+were 6 instructions apart). With them, counts are identical run to run (gemm_f32 n=128:
+691,851 in every run, from different environments and directories); glibc's allocator calls
+are also taken out of the count. A 6-row A block added 1.2-1.3% (caught at 1%) where a
+12-row one added 0.48%.
 """
 
 from __future__ import annotations
@@ -122,14 +124,8 @@ def count(point: KernelPoint, *, block: str = "", timeout: float = 900) -> int:
             capture_output=True,
             text=True,
             timeout=timeout,
-            # the kernel's scratch allocations cost what the heap's state makes them cost, and
-            # Python's per-process hash seed shapes that state (two runs were 6 apart)
-            env={
-                **os.environ,
-                "PERFSUITE_FORCE_ISA": ISA,
-                "OMP_NUM_THREADS": "1",
-                "PYTHONHASHSEED": "0",
-            },  # fmt: skip
+            env=_fixed_env(),
+            cwd="/",  # the working directory is on sys.path and in the heap's history too
         )
         if proc.returncode != 0 or not os.path.exists(out):
             raise RuntimeError(f"{point.id}: valgrind failed: {proc.stderr.strip()[-300:]}")
