@@ -59,6 +59,52 @@ static void ukernel_f32_avx512(ptrdiff_t kc, const float *Ap, const float *Bp, f
         }
 }
 
+/* A's 12-row micro-panel, panel[k * 12 + r] = a[r * lda + k]: 16 k values at a time go
+ * through a 16 x 16 register transpose (rows 12-15 zero) and 12-float masked stores, instead
+ * of 192 scalar moves. */
+#define PS_F32X4(x, y, imm) _mm512_shuffle_f32x4((x), (y), (imm))
+#define PS_PD(v) _mm512_castps_pd(v)
+#define PS_PS(v) _mm512_castpd_ps(v)
+static void pack_a12_f32_avx512(ptrdiff_t kc, const float *a, ptrdiff_t lda, float *panel) {
+    ptrdiff_t k0 = 0;
+    for (; k0 + 16 <= kc; k0 += 16) {
+        __m512 t[16], u[16];
+        /* rows i, i+1 interleaved by 32 bits, then rows 4g..4g+3 by 64 bits: u[4g + c] holds,
+         * in 128-bit lane L, rows 4g..4g+3 at column k0 + 4L + c */
+#pragma GCC unroll 8
+        for (int i = 0; i < 12; i += 2) {
+            const __m512 x = _mm512_loadu_ps(a + i * lda + k0);
+            const __m512 y = _mm512_loadu_ps(a + (i + 1) * lda + k0);
+            t[i] = _mm512_unpacklo_ps(x, y);
+            t[i + 1] = _mm512_unpackhi_ps(x, y);
+        }
+#pragma GCC unroll 4
+        for (int g = 0; g < 12; g += 4) {
+            u[g] = PS_PS(_mm512_unpacklo_pd(PS_PD(t[g]), PS_PD(t[g + 2])));
+            u[g + 1] = PS_PS(_mm512_unpackhi_pd(PS_PD(t[g]), PS_PD(t[g + 2])));
+            u[g + 2] = PS_PS(_mm512_unpacklo_pd(PS_PD(t[g + 1]), PS_PD(t[g + 3])));
+            u[g + 3] = PS_PS(_mm512_unpackhi_pd(PS_PD(t[g + 1]), PS_PD(t[g + 3])));
+        }
+        const __m512 zero = _mm512_setzero_ps();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+            /* lanes L of u[c], u[4 + c], u[8 + c] (and zeros): column k0 + 4L + c, rows 0-11 */
+            const __m512 v0 = PS_F32X4(u[c], u[4 + c], 0x44), v1 = PS_F32X4(u[c], u[4 + c], 0xEE);
+            const __m512 v2 = PS_F32X4(u[8 + c], zero, 0x44), v3 = PS_F32X4(u[8 + c], zero, 0xEE);
+            float *p = panel + (k0 + c) * 12;
+            _mm512_mask_storeu_ps(p, 0x0FFF, PS_F32X4(v0, v2, 0x88));
+            _mm512_mask_storeu_ps(p + 4 * 12, 0x0FFF, PS_F32X4(v0, v2, 0xDD));
+            _mm512_mask_storeu_ps(p + 8 * 12, 0x0FFF, PS_F32X4(v1, v3, 0x88));
+            _mm512_mask_storeu_ps(p + 12 * 12, 0x0FFF, PS_F32X4(v1, v3, 0xDD));
+        }
+    }
+    for (; k0 < kc; ++k0)
+        for (int r = 0; r < 12; ++r) panel[k0 * 12 + r] = a[r * lda + k0];
+}
+#undef PS_F32X4
+#undef PS_PD
+#undef PS_PS
+
 /* 16 independent zmm FMA chains: 4-cycle latency x 1 zmm FMA/cycle (Zen 4) or 2/cycle
  * (two 512-bit FMA units, Zen 5 and Intel server parts) needs at most 8; 16 covers both. */
 static double fma_peak_avx512(int64_t iters, int threads) {

@@ -50,6 +50,9 @@
 #define GD_KSTEP 1
 #define GD_MR PS_ZMM_MR
 #define GD_NR PS_ZMM_NR
+#if PS_ZMM_MR == 12 && defined(PS_HAVE_AVX512_BUILD)
+#define GD_PACK_A_PANEL pack_a12_f32_avx512
+#endif
 #include "gemm_driver.h"
 
 #define GD_NAME gemm_u8s8_zmm

@@ -6,7 +6,8 @@
  * scratch tile and only the valid part is added to C. Every C element sees the same sequence
  * of operations whatever the thread count, so threaded results equal single-threaded ones.
  *
- * Expects: GD_NAME, GD_TA, GD_TB, GD_TC, GD_KSTEP (k values packed together), GD_MR, GD_NR.
+ * Expects: GD_NAME, GD_TA, GD_TB, GD_TC, GD_KSTEP (k values packed together), GD_MR, GD_NR;
+ * optionally GD_PACK_A_PANEL(kc, a, lda, panel), a vector packer for full MR-row panels.
  * Micro-kernel: void uk(ptrdiff_t kc, const GD_TA *Ap, const GD_TB *Bp, GD_TC *C, ptrdiff_t ldc,
  *                       int accumulate)  -- kc is a multiple of GD_KSTEP.
  */
@@ -32,6 +33,10 @@ static void GD_CAT(GD_NAME, _pack_a)(ptrdiff_t mc, ptrdiff_t kc, const GD_TA *A,
         GD_TA *panel = Ap + ir * kc;
         const GD_TA *a = A + ir * lda;
         if (ir + GD_MR <= mc && kvalid == kc) {
+#ifdef GD_PACK_A_PANEL
+            GD_PACK_A_PANEL(kc, a, lda, panel);
+            continue;
+#endif
             for (ptrdiff_t k0 = 0; k0 < kc; k0 += GD_KLINE) {
                 const ptrdiff_t k1 = kc - k0 < GD_KLINE ? kc : k0 + GD_KLINE;
                 for (ptrdiff_t r = 0; r < GD_MR; ++r)
@@ -170,6 +175,7 @@ static int GD_NAME(GD_UKERNEL_T uk, ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const
 #undef GD_UKERNEL_T
 #undef GD_KLINE
 #undef GD_BGROUP
+#undef GD_PACK_A_PANEL
 #undef GD_NAME
 #undef GD_TA
 #undef GD_TB

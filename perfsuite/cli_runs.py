@@ -261,10 +261,7 @@ def cmd_icount(args) -> int:
             print(f"{pid:<24} {n:>16,d} instructions ({ic.ISA}, valgrind)")
         return EXIT_OK
     rows = ic.compare({k: v for k, v in base.items() if k in counts}, counts, args.threshold)
-    print(f"{'verdict':<10} {'change':>9} {'base':>16} {'current':>16}  point")
-    for pid, b, c, change, verdict in rows:
-        ch = f"{change:+.3%}" if change is not None else "-"
-        print(f"{verdict:<10} {ch:>9} {b or 0:>16,d} {c or 0:>16,d}  {pid}")
+    print("\n".join(ic.table(rows)))
     return EXIT_FAIL if any(r[4] == "regressed" for r in rows) else EXIT_OK
 
 

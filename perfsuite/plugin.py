@@ -111,6 +111,13 @@ def pytest_addoption(parser):
         help="images in a Spark point's dataset (default: the profile's)",
     )
     g.addoption(
+        "--perf-icount",
+        action="store_true",
+        default=None,
+        help="also count the kernel points' instructions under valgrind (exact; saved in the "
+        "baseline and gated at 1%%); the profile's `icount` key turns it on too",
+    )
+    g.addoption(
         "--perf-spark-master",
         default=None,
         help="Spark master URL for Spark points: spark://host:7077, yarn, k8s://... "
@@ -194,6 +201,7 @@ def _overrides(config) -> dict:
         "sessions": o("perf_sessions"),
         "spark": o("perf_spark"),
         "spark_items": o("perf_spark_items"),
+        "icount": o("perf_icount"),
     }
 
 

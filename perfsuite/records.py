@@ -168,6 +168,22 @@ class Fingerprint(BaseModel):
     classes: dict[str, Literal["must_match", "tolerance", "informational"]]
 
 
+class InstructionCounts(_Record):
+    """Kernel instruction counts (``perfsuite.execute.instructions``): exact, so gated
+    without statistics."""
+
+    isa: str  # the kernel variant counted (valgrind runs the AVX2 ones)
+    counts: dict[str, int]
+    recorded: str
+
+    @model_validator(mode="after")
+    def _positive(self):
+        for key, n in self.counts.items():
+            if n <= 0:
+                raise ValueError(f"instruction count of {key!r} must be positive, got {n}")
+        return self
+
+
 class Baseline(_Record):
     schema_: Literal["perfsuite.baseline/2"] = Field(BASELINE, alias="schema")
     hardware_class: str = Field(pattern=r"^[a-z0-9_-]+$")
@@ -175,6 +191,7 @@ class Baseline(_Record):
     fingerprint: Fingerprint
     entries: dict[str, BaselineEntry]
     history: list[HistoryItem]
+    instructions: InstructionCounts | None = None  # additive in baseline/2: absent = not kept
 
     @model_validator(mode="after")
     def _keys_are_ids(self):

@@ -1,6 +1,7 @@
 """The regression gate, validated on synthetic sample streams with known noise (not by timing
 this machine), plus the baseline store's refusals and the offline `perfsuite compare`."""
 
+import json
 import subprocess
 import sys
 from collections import Counter
@@ -203,6 +204,54 @@ def test_baseline_store_round_trip_and_refusals(tmp_path):
     (tmp_path / "amd-zen4-96c-1n-smt2" / "default.json").write_text(path.read_text())
     with pytest.raises(store.BaselineError, match="belongs to hardware class amd-zen3"):
         store.save(tmp_path, other, "default", [_record(P("c"), stream(0.01))], update=True)
+
+
+def test_instruction_counts_in_the_baseline(tmp_path):
+    """Counts are kept beside the entries; equal counts save quietly, differing ones only on
+    update (a code change is not folded into a baseline by accident); old files load."""
+    fp, rec = _fp(), [_record(P("a"), stream(0.01))]
+    counts = {"isa": "avx2", "counts": {"gemm_f32-n128": 691851}}
+    path, added, *_ = store.save(tmp_path, fp, "default", rec, instructions=counts)
+    assert added == [P("a"), "instructions"]
+    assert store.load(path)["instructions"]["counts"] == {"gemm_f32-n128": 691851}
+    _, added, *_ = store.save(tmp_path, fp, "default", rec, add_run=True, instructions=counts)
+    assert added == []
+    grown = {"isa": "avx2", "counts": {"gemm_f32-n128": 700000}}
+    with pytest.raises(store.BaselineError, match=r"instruction counts differ .*gemm_f32-n128"):
+        store.save(tmp_path, fp, "default", rec, add_run=True, instructions=grown)
+    assert store.load(path)["instructions"]["counts"]["gemm_f32-n128"] == 691851  # untouched
+    store.save(tmp_path, fp, "default", rec, update=True, instructions=grown)
+    assert store.load(path)["instructions"]["counts"]["gemm_f32-n128"] == 700000
+    old = tmp_path / "old"
+    p2, *_ = store.save(old, fp, "default", rec)
+    assert store.load(p2)["instructions"] is None
+    bad = json.loads(path.read_text())
+    bad["instructions"]["counts"]["gemm_f32-n128"] = 0
+    path.write_text(json.dumps(bad))
+    with pytest.raises(store.BaselineError, match="must be positive"):
+        store.load(path)
+
+
+def test_instruction_counts_gate_without_statistics():
+    from perfsuite.sweep.finish import Outcome, _gate_instructions
+
+    stored = {"instructions": {"isa": "avx2", "counts": {"k1": 1000, "k2": 1000}}}
+    out = Outcome(instructions={"isa": "avx2", "counts": {"k1": 1011, "k2": 991}})
+    _gate_instructions(stored, out, "regression")
+    text = "\n".join(out.lines)
+    assert out.fail and "regressed" in text and "+1.100%" in text and "grew past 1%: k1" in text
+    out = Outcome(instructions={"isa": "avx2", "counts": {"k1": 1011, "k2": 991}})
+    _gate_instructions(stored, out, "never")
+    assert not out.fail  # reported, not failing
+    out = Outcome(instructions={"isa": "avx2", "counts": {"k1": 1009, "k2": 900}})
+    _gate_instructions(stored, out, "regression")
+    assert not out.fail and "improved" in "\n".join(out.lines)  # +0.9% is under 1%
+    out = Outcome(instructions={"isa": "avx2", "counts": {"k1": 5000}})
+    _gate_instructions({}, out, "regression")
+    assert not out.fail and "the baseline has none" in out.lines[0]
+    out = Outcome(instructions={"isa": "generic", "counts": {"k1": 5000}})
+    _gate_instructions(stored, out, "regression")
+    assert not out.fail and "not compared" in out.lines[0]
 
 
 def test_long_sample_lists_are_thinned(tmp_path):

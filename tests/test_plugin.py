@@ -302,6 +302,10 @@ def test_profile_errors():
             with pytest.raises(PlanError, match=f"{key} = .* must be a finite number"):
                 make_profile("smoke", dict(load_profiles()["smoke"], **{key: bad}))
     assert sys.version_info >= (3, 11)
+    assert make_profile("smoke", load_profiles()["smoke"]).icount is False  # optional key
+    assert make_profile("smoke", dict(load_profiles()["smoke"], icount=True)).icount is True
+    with pytest.raises(PlanError, match="icount must be true or false"):
+        make_profile("smoke", dict(load_profiles()["smoke"], icount="yes"))
 
 
 def test_counters_are_recorded_or_marked_unsupported(sweep, tmp_path):
@@ -548,3 +552,44 @@ def test_a_broken_gate_is_an_internal_error_not_a_verdict(sweep, tmp_path, monke
     out = r.stdout.str()
     assert "gate internal error: RuntimeError: simulated bug" in out
     assert "perfsuite sweep: profile smoke" in out  # the sweep's report still printed
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_instruction_counts_are_saved_in_the_baseline_and_gated(sweep, monkeypatch):
+    """--perf-icount: the kernel counts go into the run directory and the baseline, and a
+    count grown past 1% fails the gate without statistics (the stored count is lowered by 10%
+    here: the same as the kernel growing by 11%)."""
+    from perfsuite.execute import instructions as ic
+
+    monkeypatch.setattr(ic, "POINTS", [p for p in ic.POINTS if p.id == "triad-n1048576"])
+    # wall-clock verdicts of the ~0.1 ms smoke point are out of this test's way (see
+    # test_injected_slowdown_fails_the_gate_end_to_end): only the counts are judged here
+    sweep.makefile(".toml", pyproject="[tool.perfsuite.gate]\ncv_limit = 2.0\nthreshold = 1.0\n")
+    base = sweep.path / "b"
+    args = [*FAST, "--perf-numa-nodes", "none", "--perf-precisions", "fp32"]
+    args += ["--perf-baseline", str(base), "--perf-icount"]
+    r = sweep.runpytest(*args, "--perf-save-baseline", "--perf-out", str(sweep.path / "r1"))
+    assert r.ret == 0 and "baseline saved" in r.stdout.str()
+    (saved,) = base.glob("*/smoke.json")
+    data = json.loads(saved.read_text())
+    n = data["instructions"]["counts"]["triad-n1048576"]
+    assert n > (1 << 20) / 8 and data["instructions"]["isa"] == "avx2"  # >= one op / 8 floats
+    (run,) = (sweep.path / "r1").glob("*/instructions.json")
+    assert json.loads(run.read_text())["counts"] == {"triad-n1048576": n}
+
+    r = sweep.runpytest(*args, "--perf-fail-on", "regression")  # the same code: exact, passes
+    out = r.stdout.str()
+    assert r.ret == 0 and "unchanged" in out and "+0.000%" in out
+
+    data["instructions"]["counts"]["triad-n1048576"] = int(n * 0.9)
+    saved.write_text(json.dumps(data))
+    r = sweep.runpytest(*args, "--perf-fail-on", "regression")
+    out = r.stdout.str()
+    assert r.ret == 1 and "GATE FAILED: instruction counts grew past 1%: triad-n1048576" in out
+
+    # a save may not replace differing counts silently
+    r = sweep.runpytest(*args, "--perf-save-baseline", "--perf-add-baseline-run")
+    assert "baseline NOT saved" in r.stdout.str() and "instruction counts differ" in r.stdout.str()
+    r = sweep.runpytest(*args[:-1])  # without --perf-icount: wall-clock only, no count lines
+    assert r.ret == 0 and "instruction counts" not in r.stdout.str()

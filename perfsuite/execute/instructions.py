@@ -164,8 +164,8 @@ def _allocator_cost(out: str) -> int:
     )
 
 
-def count_all(points=POINTS, *, block: str = "") -> dict[str, int]:
-    return {p.id: count(p, block=block) for p in points}
+def count_all(points=None, *, block: str = "") -> dict[str, int]:
+    return {p.id: count(p, block=block) for p in (POINTS if points is None else points)}
 
 
 def compare(base: dict[str, int], cur: dict[str, int], threshold: float = THRESHOLD) -> list:
@@ -188,6 +188,15 @@ def compare(base: dict[str, int], cur: dict[str, int], threshold: float = THRESH
         )
         rows.append((pid, base[pid], cur[pid], change, verdict))
     return rows
+
+
+def table(rows: list) -> list[str]:
+    """``compare``'s rows as aligned lines, a header first."""
+    lines = [f"{'verdict':<10} {'change':>9} {'base':>16} {'current':>16}  point"]
+    for pid, b, c, change, verdict in rows:
+        ch = f"{change:+.3%}" if change is not None else "-"
+        lines.append(f"{verdict:<10} {ch:>9} {b or 0:>16,d} {c or 0:>16,d}  {pid}")
+    return lines
 
 
 def dump(counts: dict[str, int]) -> str:

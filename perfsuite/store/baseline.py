@@ -88,9 +88,13 @@ def save(
     *,
     update: bool = False,
     add_run: bool = False,
+    instructions: dict | None = None,
 ) -> tuple[Path, list[str], list[str], float]:
     """Add ``records_`` (status ok) to the baseline; returns (path, added ids, updated ids,
     seconds waited for another run's save).
+
+    instructions: the run's kernel instruction counts ({"isa", "counts"}), kept beside the
+    entries. Counts that differ from stored ones are a code change: replaced only on update.
 
     update: replace existing entries (an accepted change: the run history restarts).
     add_run: for existing entries, append this run's medians to the entry's run history (the
@@ -111,12 +115,36 @@ def save(
         ) from None
     try:
         waited = time.monotonic() - t0
-        return (*_save_locked(path, hw, fingerprint, profile, records_, update, add_run), waited)
+        saved = _save_locked(
+            path, hw, fingerprint, profile, records_, update, add_run, instructions
+        )
+        return (*saved, waited)
     finally:
         lock.release()
 
 
-def _save_locked(path, hw, fingerprint, profile, records_, update, add_run):
+def _merge_instructions(data: dict, instructions: dict | None, update: bool, now: str) -> bool:
+    """Put the run's counts in ``data``; True when they changed what was stored."""
+    if not instructions:
+        return False
+    new = {"isa": instructions["isa"], "counts": dict(instructions["counts"]), "recorded": now}
+    old = data.get("instructions")
+    if old and (old["isa"], old["counts"]) == (new["isa"], new["counts"]):
+        return False
+    if old and not update:
+        changed = sorted(
+            k for k in set(old["counts"]) | set(new["counts"])
+            if old["counts"].get(k) != new["counts"].get(k)
+        )  # fmt: skip
+        raise BaselineError(
+            f"the baseline's instruction counts differ from this run's ({', '.join(changed)}): "
+            "pass --perf-update-baseline to replace them"
+        )
+    data["instructions"] = new
+    return True
+
+
+def _save_locked(path, hw, fingerprint, profile, records_, update, add_run, instructions=None):
     now = dt.datetime.now(dt.UTC).isoformat()
     if path.exists():
         data = load(path)
@@ -143,6 +171,8 @@ def _save_locked(path, hw, fingerprint, profile, records_, update, add_run):
             "this run to their history"
         )
     added = [r["id"] for r in ok if r["id"] not in data["entries"]]
+    if _merge_instructions(data, instructions, update, now):
+        added.append("instructions")
     for r in ok:
         new = entry(r)
         old = data["entries"].get(r["id"])

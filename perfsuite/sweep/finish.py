@@ -38,6 +38,7 @@ class Outcome:
     report_lines: list[str] = field(default_factory=list)  # the sweep's section
     report: Path | None = None  # report.html
     internal_error: bool = False  # a bug, not a verdict: pytest exits 3 (INTERNAL_ERROR)
+    instructions: dict | None = None  # {"isa", "counts"} when the profile asked for them
 
 
 def _confirm(session, comparison: Comparison, base, cfg) -> None:
@@ -89,6 +90,8 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
 def finish(session, opts: FinishOptions) -> Outcome:
     out = Outcome()
     session.write_summary()
+    if session.profile.icount:
+        out.instructions = _count_instructions(session, out)
     try:
         _gate(session, opts, out)
     except Exception as exc:  # a broken gate must say so, not take the sweep's report down
@@ -122,6 +125,55 @@ def finish(session, opts: FinishOptions) -> Outcome:
     return out
 
 
+def _count_instructions(session, out: Outcome) -> dict | None:
+    """The kernel points' instruction counts (valgrind), written beside the records."""
+    from perfsuite.execute import instructions as ic
+    from perfsuite.files import atomic_write_text
+
+    why = ic.unavailable()
+    if why:
+        out.lines.append(f"instruction counts: not measured ({why})")
+        return None
+    try:
+        counts = ic.count_all()
+    except (RuntimeError, OSError) as exc:
+        out.lines.append(f"instruction counts: failed: {str(exc).splitlines()[-1]}")
+        out.fail = True
+        return None
+    atomic_write_text(session.run_dir / "instructions.json", ic.dump(counts))
+    return {"isa": ic.ISA, "counts": counts}
+
+
+def _gate_instructions(base_data: dict | None, out: Outcome, fail_on: str) -> None:
+    """Counts are exact: a count past the threshold is a regression without statistics or a
+    re-measure."""
+    from perfsuite.execute import instructions as ic
+
+    if out.instructions is None:
+        return
+    stored = (base_data or {}).get("instructions")
+    if not stored:
+        out.lines.append(
+            "instruction counts: the baseline has none; save them with --perf-save-baseline "
+            "(--perf-update-baseline to add them to an existing baseline)"
+        )
+        return
+    if stored["isa"] != out.instructions["isa"]:
+        out.lines.append(
+            f"instruction counts: baseline counted {stored['isa']}, this run "
+            f"{out.instructions['isa']}: not compared"
+        )
+        return
+    rows = ic.compare(stored["counts"], out.instructions["counts"])
+    out.lines += ic.table(rows)
+    regressed = [r[0] for r in rows if r[4] == "regressed"]
+    if regressed and fail_on != "never":
+        out.fail = True
+        out.lines.append(
+            f"GATE FAILED: instruction counts grew past {ic.THRESHOLD:.0%}: " + ", ".join(regressed)
+        )
+
+
 def _gate(session, opts: FinishOptions, out: Outcome) -> None:
     cfg, fail_on = opts.gate, opts.fail_on
     fp = session.fingerprint
@@ -132,6 +184,7 @@ def _gate(session, opts: FinishOptions, out: Outcome) -> None:
         out.lines.append(f"baseline unusable: {exc}")
         out.fail = fail_on != "never"
         return
+    _gate_instructions(base_data, out, fail_on)
     if base_data is not None:
         base = from_baseline(base_data, str(path))
         cur = from_records(session.records, fp)
@@ -183,6 +236,7 @@ def _save(session, opts: FinishOptions, out: Outcome) -> None:
             session.records,
             update=opts.update_baseline,
             add_run=opts.add_run,
+            instructions=out.instructions,
         )
         kept = "given another run)" if opts.add_run else "replaced)"
         out.lines.append(f"baseline saved: {saved} ({len(added)} added, {len(updated)} " + kept)

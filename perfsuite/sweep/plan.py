@@ -18,8 +18,8 @@ from perfsuite.host.topology import Topology
 from perfsuite.records import SPARK_PATTERNS, point_id
 
 LIST_KEYS = ("models", "frameworks", "precisions", "threads", "numa_nodes", "batch", "mode")
-# Optional keys, so profiles written before Spark points existed stay valid.
-OPTIONAL = {"spark": ["none"], "spark_items": 512}
+# Optional keys, so profiles written before Spark points and instruction counts stay valid.
+OPTIONAL = {"spark": ["none"], "spark_items": 512, "icount": False}
 SCALAR_KEYS = {
     "min_time": float,
     "min_samples": int,
@@ -55,6 +55,7 @@ class Profile:
     sessions: int
     spark: tuple[str, ...] = ("none",)  # "none" | "<pattern>" | "<pattern>:<slots>x<cpus>"
     spark_items: int = 512  # images in a Spark point's dataset
+    icount: bool = False  # kernel instruction counts (valgrind), saved and gated with the run
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -212,6 +213,8 @@ def make_profile(name: str, raw: dict) -> Profile:
         raise PlanError(f"profile {name!r}: spark_items must be int") from exc
     if not 1 <= spark_items <= 1_000_000:
         raise PlanError(f"profile {name!r}: spark_items must be from 1 to 1000000")
+    if not isinstance(raw["icount"], bool):
+        raise PlanError(f"profile {name!r}: icount must be true or false, not {raw['icount']!r}")
     for b in lists["batch"]:
         if not (b.isdigit() and 1 <= int(b) <= MAX_COUNT):
             raise PlanError(f"batch {b!r}: use integers from 1 to {MAX_COUNT}")
@@ -244,6 +247,7 @@ def make_profile(name: str, raw: dict) -> Profile:
         mode=tuple(lists["mode"]),
         spark=tuple(spark),
         spark_items=spark_items,
+        icount=raw["icount"],
         **scalars,
     )
 
