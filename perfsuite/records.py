@@ -262,6 +262,7 @@ class Verdict(_Record):
     current_median_ms: Positive | None = None
     reason: str = ""
     confirmed: bool | None = None
+    shift: Finite | None = None  # additive in gate/1: its thread group's machine-wide shift
 
 
 class GateReport(_Record):

@@ -87,6 +87,41 @@ def test_regression_on_top_of_a_burst_is_still_found():
     assert sum(v.verdict == "regressed" for v in verdicts.values()) == 1
 
 
+def test_a_shift_of_the_two_thread_points_alone_is_found_per_group():
+    """The real A/A run behind the per-thread-count groups: every 2-thread point slower by
+    about 9% (a neighbour takes more from points that need both cores), 1-thread points
+    unmoved. The sweep-wide median stays under the burst threshold, the 2-thread group's
+    does not: its points are judged after dividing by it."""
+    ids = [f"m-fw-p{i}-t{t}-unbound-b1" for t in (1, 2) for i in range(9)]
+    base = {pid: stream(0.01) for pid in ids}
+    cur = {pid: stream(0.01, 1.09 if "-t2-" in pid else 1.0) for pid in ids}
+    hot = "m-fw-p3-t2-unbound-b1"
+    cur[hot] = stream(0.01, 1.09 * 1.25)  # one 2-thread point 25% beyond its group's shift
+    verdicts = {v.id: v for v in compare_samples(base, cur, FAST)}
+    for pid, v in verdicts.items():
+        if pid == hot:
+            assert v.verdict == "regressed" and v.shift == pytest.approx(0.09, abs=0.02)
+            assert "beyond the machine-wide shift of +9" in v.reason and "2-thread" in v.reason
+        elif "-t2-" in pid:
+            assert v.verdict == "unstable" and "(2-thread points)" in v.reason
+        else:
+            assert v.verdict == "unchanged" and v.shift is None
+    # the rule before (one sweep-wide group, a 10% burst) judged the 2-thread points raw
+    flat = {pid.replace("-t1-", "-tx-").replace("-t2-", "-tx-"): s for pid, s in cur.items()}
+    flat_base = {pid.replace("-t1-", "-tx-").replace("-t2-", "-tx-"): s for pid, s in base.items()}
+    raw = compare_samples(flat_base, flat, GateConfig(bootstrap_resamples=400, burst_threshold=0.1))
+    assert all(v.shift is None for v in raw)
+    assert sum(v.verdict == "regressed" for v in raw) >= 9  # the whole group "regressed"
+
+
+def test_small_groups_fall_back_to_the_sweep_shift():
+    ids = [f"m-fw-p{i}-t1-unbound-b1" for i in range(6)] + ["m-fw-p9-t4-unbound-b1"]
+    base = {pid: stream(0.01) for pid in ids}
+    cur = {pid: stream(0.01, 1.2) for pid in ids}
+    verdicts = compare_samples(base, cur, FAST)
+    assert all(v.verdict == "unstable" and v.shift is not None for v in verdicts)
+
+
 def test_noisy_points_are_unstable_not_judged():
     base = {"a": stream(0.4)}
     cur = {"a": stream(0.4, 1.3)}

@@ -98,14 +98,8 @@ def evaluate(base: ResultSet, cur: ResultSet, cfg: GateConfig | None = None) -> 
             v.add_reason(f"contaminated while measured ({why})", first=True)
         elif why:
             v.add_reason(f"contaminated while measured ({why})")
-    shift = None
-    for v in verdicts:
-        if "machine-wide shift" in v.reason:
-            shift = v.change
-            break
-    return Comparison(
-        verdicts, True, must, notes, software, _shift(verdicts) if shift is not None else None
-    )
+    shifted = any(v.shift is not None for v in verdicts)
+    return Comparison(verdicts, True, must, notes, software, _shift(verdicts) if shifted else None)
 
 
 def _shift(verdicts: list[PointVerdict]) -> float:

@@ -13,7 +13,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from perfsuite.files import atomic_write_text, json_default
-from perfsuite.gate.statistics import Comparison, PointVerdict
+from perfsuite.gate.statistics import Comparison, PointVerdict, thread_group
 from perfsuite.records import load_gate_report
 
 
@@ -45,10 +45,14 @@ def header_lines(c: Comparison, base_src: str, cur_src: str) -> list[str]:
             + ", ".join(f"{k} {a!r} -> {b!r}" for k, (a, b) in c.differences.items())
         )
     if c.machine_shift is not None:
+        groups = sorted({(thread_group(v.id), v.shift) for v in c.verdicts if v.shift is not None})
+        by_group = ", ".join(f"{g}-thread points {s * 100:+.1f}%" if g else f"{s * 100:+.1f}%"
+                             for g, s in groups)  # fmt: skip
         lines.append(
-            f"machine-wide shift: the sweep moved {c.machine_shift * 100:+.1f}% as a "
-            "whole (noisy neighbour, clock or thermal change?): points that only "
-            "followed it are 'unstable', not regressions"
+            f"machine-wide shift ({by_group}; sweep median {c.machine_shift * 100:+.1f}%): "
+            "noisy neighbour, clock or thermal change? Points that only followed it are "
+            "'unstable', not regressions; a change that slows every point alike needs "
+            "`perfsuite ab` to tell it from the host"
         )
     for note in c.tolerance_notes:
         lines.append(f"note (tolerance field changed): {note}")
