@@ -419,3 +419,35 @@ def test_add_run_keeps_run_history(tmp_path):
     assert store.load(path)["entries"][P("a")]["samples_s"] == pytest.approx(typical.tolist())
     store.save(tmp_path, fp, "p", [_record(P("a"), stream(0.01))], update=True)
     assert len(store.load(path)["entries"][P("a")]["runs"]) == 1  # accepted change: restart
+
+
+def test_the_control_of_a_re_measure_is_the_most_similar_unchanged_point():
+    """An OpenVINO 1-thread regression is re-measured beside an unchanged OpenVINO 1-thread
+    point, not beside the least-moved point of another framework or thread count."""
+    from perfsuite.gate.statistics import Comparison, PointVerdict
+    from perfsuite.sweep.finish import _confirm
+    from perfsuite.sweep.plan import Point
+
+    def point(fw, prec, t):
+        return Point("resnet50", fw, prec, t, None, 1, "latency")
+
+    pts = [point("openvino", "fp32", 1), point("onnxruntime", "fp32", 1),
+           point("openvino", "int8_static", 1), point("openvino", "int8_static", 2)]  # fmt: skip
+    ids = [p.id for p in pts]
+    verdicts = [PointVerdict(ids[0], "regressed", change=0.2),
+                PointVerdict(ids[1], "unchanged", change=0.0),
+                PointVerdict(ids[2], "unchanged", change=0.04),
+                PointVerdict(ids[3], "unchanged", change=0.01)]  # fmt: skip
+    base = ResultSet(_fp(), {i: stream(0.01) for i in ids}, {}, "b", {})
+    ran = []
+
+    class Session:
+        def points(self):
+            return pts
+
+        def run(self, p, keep):
+            ran.append(p.id)
+            return {"status": "ok", "samples_s": stream(0.01, 1.2 if p.id == ids[0] else 1.0)}
+
+    _confirm(Session(), Comparison(verdicts, True, {}, [], {}, None), base, FAST)
+    assert ran == [ids[0], ids[2]] and verdicts[0].confirmed is True

@@ -46,11 +46,20 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
     if not regressed:
         return
     points = {p.id: p for p in session.points()}
-    unchanged = sorted(
-        (v for v in comparison.verdicts if v.verdict == "unchanged" and v.id in points),
-        key=lambda v: abs(v.change or 0),
-    )
-    control = unchanged[0] if unchanged else None
+    unchanged = [v for v in comparison.verdicts if v.verdict == "unchanged" and v.id in points]
+
+    def control_for(pid: str):
+        """The unchanged point most like ``pid``: same framework and threads first, then same
+        threads, then the least moved. Host noise is not uniform: in one real A/A run against
+        an older baseline, OpenVINO 1-thread points read 7-16% slower while onnxruntime's read
+        2-25% faster, and a control from the other framework could not show the noise."""
+        me = points[pid]
+
+        def unlike(v):
+            p = points[v.id]
+            return (p.framework != me.framework, p.threads != me.threads, abs(v.change or 0))
+
+        return min(unchanged, key=unlike) if unchanged else None
 
     def judged(verdict, record):
         """A re-measure against the baseline, after its group's machine-wide shift: during a
@@ -64,6 +73,7 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
             continue
         again = session.run(points[v.id], keep=False)
         ctrl_moved = False
+        control = control_for(v.id)
         if control is not None:
             ctrl = session.run(points[control.id], keep=False)
             if ctrl["status"] == "ok":
