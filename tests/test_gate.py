@@ -451,3 +451,27 @@ def test_the_control_of_a_re_measure_is_the_most_similar_unchanged_point():
 
     _confirm(Session(), Comparison(verdicts, True, {}, [], {}, None), base, FAST)
     assert ran == [ids[0], ids[2]] and verdicts[0].confirmed is True
+
+
+def test_a_re_measure_is_judged_at_the_points_own_threshold():
+    """A point whose baseline runs spread 2.3% has a 6.9% threshold; a +5.3% re-measure of it
+    does not confirm a regression (it did, at the default 5%, in a real A/A run)."""
+    from perfsuite.gate.statistics import Comparison, PointVerdict
+    from perfsuite.sweep.finish import _confirm
+    from perfsuite.sweep.plan import Point
+
+    p = Point("resnet50", "onnxruntime", "int8_static_rr", 2, None, 1, "latency")
+    runs = [0.01 * f for f in (1.0, 1.03, 0.975, 1.025, 0.97, 1.0)]  # CV ~2.4%
+    base = ResultSet(_fp(), {p.id: stream(0.005)}, {}, "b", {}, {p.id: runs})
+    for scale, confirmed in ((1.053, False), (1.15, True)):
+        v = PointVerdict(p.id, "regressed", change=0.093)
+
+        class Session:
+            def points(self):
+                return [p]
+
+            def run(self, point, keep, scale=scale):
+                return {"status": "ok", "samples_s": stream(0.005, scale)}
+
+        _confirm(Session(), Comparison([v], True, {}, [], {}, None), base, FAST)
+        assert v.confirmed is confirmed, (scale, v.reason)

@@ -177,6 +177,14 @@ def holm(p_values: list[float]) -> list[float]:
 MIN_SHIFT_GROUP = 3
 
 
+def point_threshold(cfg: GateConfig, point_id: str, runs) -> float:
+    """The practical threshold for a point: the configured one, and with two or more baseline
+    runs at least 3x their between-run CV."""
+    runs = np.asarray(runs, float)
+    t = cfg.threshold_for(point_id)
+    return max(t, 3 * cv(runs)) if runs.size >= 2 else t
+
+
 def thread_group(point_id: str) -> str:
     m = re.search(r"-t(\d+)-", point_id)
     return m.group(1) if m else ""
@@ -269,13 +277,12 @@ def compare_samples(
             continue
         lo, hi = _ratio_ci(b, c, cfg)
         v.ci = (lo - 1, hi - 1)
-        t = cfg.threshold_for(pid)
         runs = np.asarray(baseline_runs.get(pid, []), float)
+        t = point_threshold(cfg, pid, runs)
         cur_med = float(np.median(c))
         outside_hi = outside_lo = True
         if runs.size >= 2:
             between = cv(runs)
-            t = max(t, 3 * between)
             outside_hi, outside_lo = cur_med > runs.max(), cur_med < runs.min()
             v.reason = f"{runs.size} baseline runs, between-run CV {between:.1%}"
         cv_b, cv_c = robust_cv(b), robust_cv(c_raw)

@@ -13,7 +13,7 @@ import numpy as np
 
 from perfsuite.gate.engine import evaluate, from_baseline, from_records
 from perfsuite.gate.report import terminal, write_all
-from perfsuite.gate.statistics import Comparison, GateConfig, compare_samples
+from perfsuite.gate.statistics import Comparison, GateConfig, compare_samples, point_threshold
 from perfsuite.store import baseline as store
 from perfsuite.sweep import run_report
 
@@ -66,7 +66,8 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
         noisy stretch the re-measure is as shifted as the first reading."""
         samples = np.asarray(record["samples_s"]) / (1 + (verdict.shift or 0.0))
         pid = verdict.id
-        return compare_samples({pid: base.samples[pid]}, {pid: samples}, cfg)[0]
+        runs = {pid: (base.runs or {}).get(pid, [])}
+        return compare_samples({pid: base.samples[pid]}, {pid: samples}, cfg, None, runs)[0]
 
     for v in regressed:
         if v.id not in points:
@@ -89,10 +90,13 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
         else:
             # Confirmed only if the slowdown repeats at the practical size, not merely
             # significantly: a +3% re-measure of a +20% first reading is noise, not a repeat.
+            # The size is the point's own threshold (at least 3x its baseline's between-run CV),
+            # as for the first reading: a +5.3% re-measure of a point whose threshold was 6.9%
+            # once confirmed a false alarm in a real A/A run.
             v.confirmed = bool(
                 re.verdict == "regressed"
                 and re.change is not None
-                and re.change >= cfg.threshold_for(v.id)
+                and re.change >= point_threshold(cfg, v.id, (base.runs or {}).get(v.id, []))
             )
             if re.change is not None:
                 beyond = " beyond the shift" if v.shift is not None else ""
