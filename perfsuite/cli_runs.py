@@ -140,7 +140,7 @@ def cmd_ab(args) -> int:
     import shutil
 
     from perfsuite.files import NotWritable, check_writable_dir
-    from perfsuite.gate.paired import judge
+    from perfsuite.gate.paired import looks
     from perfsuite.gate.statistics import GateConfig
     from perfsuite.host.topology import read_topology
     from perfsuite.sweep import ab
@@ -158,6 +158,12 @@ def cmd_ab(args) -> int:
             )
         if args.rounds < 3:
             raise ValueError(f"--rounds {args.rounds}: at least 3 rounds are needed to judge")
+        if args.turns < 0 or not 0 < args.turn_time <= 60:
+            raise ValueError(f"--turns {args.turns} --turn-time {args.turn_time}: use turns "
+                             ">= 0 (0: none) and 0 < turn time <= 60 s")  # fmt: skip
+        most = 4 * args.rounds if args.max_rounds is None else args.max_rounds
+        if most < args.rounds:
+            raise ValueError(f"--max-rounds {most}: fewer than --rounds {args.rounds}")
         overrides = {
             "models": args.models, "frameworks": args.frameworks, "precisions": args.precisions,
             "threads": args.threads, "numa_nodes": args.numa_nodes, "batch": args.batch,
@@ -180,26 +186,38 @@ def cmd_ab(args) -> int:
             print(f"skip {p.id}: {p.skip}")
     protocol = profile.protocol(sessions=1)  # the rounds are the repetitions
     print(f"A: {sides[0].describe()}\nB: {sides[1].describe()}")
-    print(f"{len(points)} point(s) x {args.rounds} rounds, A then B, fresh processes")
-    result = ab.run(
-        points, protocol, *sides, args.rounds, timeout=profile.timeout,
-        progress=_progress if args.verbose else None,
+    plan = looks(args.rounds, most, cfg.alpha)
+    at = ", ".join(str(n) for n in plan.rounds)
+    print(f"{len(points)} point(s): looks after {at} rounds (a point stops once decided), "
+          "A and B alternating first, fresh processes")  # fmt: skip
+    result, verdicts = ab.run_sequential(
+        points, protocol, *sides, plan, cfg, timeout=profile.timeout,
+        progress=_progress if args.verbose else None, on_look=_look, turns=args.turns,
+        turn_s=args.turn_time,
     )  # fmt: skip
-    verdicts = judge(result.medians["a"], result.medians["b"], cfg, result.errors)
     fp = fingerprint("/")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = Path(args.out) / f"{stamp}-ab"
     ab.write(run_dir, result, points, fp["hardware_class"], verdicts)
-    print(f"{'verdict':<10} {'B/A-1':>8} {'95% CI':>19} {'p (Holm)':>9} rounds  benchmark")
+    head = f"{'verdict':<10} {'B/A-1':>8} {'95% CI':>19} {'p (Holm)':>9} {'alpha':>7} rounds"
+    print(f"{head}  benchmark")
     for v in verdicts:
         if v.change is None:
-            print(f"{v.verdict:<10} {'':>8} {'':>19} {'':>9} {v.rounds:>6}  {v.id}  {v.reason}")
+            print(f"{v.verdict:<10} {'':>8} {'':>19} {'':>9} {'':>7} {v.rounds:>6}  {v.id}  "
+                  f"{v.reason}")  # fmt: skip
             continue
         ci = f"[{v.ci[0]:+.1%}, {v.ci[1]:+.1%}]"
-        print(f"{v.verdict:<10} {v.change:>+8.1%} {ci:>19} {v.p:>9.2g} {v.rounds:>6}  {v.id}")
+        print(f"{v.verdict:<10} {v.change:>+8.1%} {ci:>19} {v.p:>9.2g} {v.alpha:>7.2g} "
+              f"{v.rounds:>6}  {v.id}")  # fmt: skip
     print(f"results: {run_dir}/a, {run_dir}/b, {run_dir}/ab.json")
     bad = [v for v in verdicts if v.verdict in ("regressed", "error")]
     return EXIT_FAIL if bad else EXIT_OK
+
+
+def _look(k: int, rounds: int, alpha: float, verdicts) -> None:
+    pending = sum(v.verdict == "pending" for v in verdicts)
+    print(f"look {k} after {rounds} rounds (alpha {alpha:.2g}): "
+          f"{len(verdicts) - pending} decided, {pending} pending", flush=True)  # fmt: skip
 
 
 def _progress(r: int, pid: str) -> None:
@@ -320,8 +338,24 @@ def add_parsers(sub) -> None:
         help="environment for B's processes (repeatable)",
     )
     ab.add_argument(
-        "--rounds", type=int, default=5, help="rounds of A then B per point (default: 5)"
-    )
+        "--rounds", type=int, default=5,
+        help="rounds per look: a point is judged after these and after every as many more "
+        "(default: 5)",
+    )  # fmt: skip
+    ab.add_argument(
+        "--max-rounds", type=int, default=None,
+        help="rounds at most for a point that stays undecided; equal to --rounds for a fixed "
+        "number (default: 4 x --rounds)",
+    )  # fmt: skip
+    ab.add_argument(
+        "--turns", type=int, default=8,
+        help="call-interleaved rounds: both sides' processes open at once and take this many "
+        "turns each (0: each side measures its whole window in turn; default: 8)",
+    )  # fmt: skip
+    ab.add_argument(
+        "--turn-time", type=float, default=0.2,
+        help="seconds of calls per turn (at least one call; default: 0.2)",
+    )  # fmt: skip
     ab.add_argument("--profile", default="default", help="sweep profile (default: default)")
     ab.add_argument(
         "--config", type=Path, default=None, help="TOML file overriding/adding profiles"
@@ -336,7 +370,7 @@ def add_parsers(sub) -> None:
         "--min-time",
         type=float,
         default=None,
-        help="seconds per measurement (default: the profile's)",
+        help="seconds per measurement with --turns 0 (default: the profile's)",
     )
     ab.add_argument(
         "--threshold",

@@ -10,7 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from perfsuite.gate.paired import judge
+from perfsuite.gate.paired import judge, looks
+from perfsuite.sweep.ab import Side, run_sequential
 from perfsuite.gate.statistics import GateConfig
 
 
@@ -50,10 +51,99 @@ def test_paired_verdict_fields_and_edge_cases():
     assert tiny.verdict == "unchanged"
 
 
+def test_looks_spend_alpha_and_the_fixed_design_is_one_look():
+    plan = looks(5, 20, 0.01)
+    assert plan.rounds == (5, 10, 15, 20)
+    assert sum(plan.alphas) == pytest.approx(0.01) and all(a > 0 for a in plan.alphas)
+    # Pocock-type: more than a quarter of alpha at the first of four looks
+    assert plan.alphas[0] == pytest.approx(0.01 * np.log(1 + (np.e - 1) / 4))
+    assert looks(12, 12, 0.01).alphas == (0.01,) and looks(12, 30, 0.01).rounds[-1] == 30
+
+
+def _sequential(a_rounds, b_rounds, plan, cfg):
+    """judge at each look of ``plan`` as run_sequential does, on precomputed rounds."""
+    settled, verdicts = {}, []
+    for k, (n, alpha) in enumerate(zip(plan.rounds, plan.alphas, strict=True), start=1):
+        a = {pid: r[:n] for pid, r in a_rounds.items()}
+        b = {pid: r[:n] for pid, r in b_rounds.items()}
+        verdicts = judge(a, b, cfg, alpha=alpha, look=k, final=k == len(plan.rounds),
+                         settled=settled)  # fmt: skip
+        settled = {v.id: v for v in verdicts if v.verdict != "pending"}
+        if len(settled) == len(verdicts):
+            break
+    return verdicts
+
+
+def test_sequential_rounds_keep_false_alarms_under_alpha_and_find_more():
+    """Looks after 5, 10, 15 and 20 rounds: on A/A the family-wise rate of false regressions
+    stays under alpha (600 trials of 2 points; false improvements are the same test the
+    other way); a 5% slowdown at 2.5% noise per side, which five rounds at the full alpha
+    mostly miss, is found in nearly every trial."""
+    rng = np.random.default_rng(1)
+    cfg = GateConfig(threshold=0.02, alpha=0.01)
+    plan, fixed = looks(5, 20, 0.01), looks(5, 5, 0.01)
+    alarms = {"regressed": 0, "improved": 0}
+    for _ in range(600):
+        a, b = {}, {}
+        for pid in ("p", "q"):
+            a[pid], b[pid] = _rounds(rng, 20, 0.18, 0.025)
+        got = {v.verdict for v in _sequential(a, b, plan, cfg)}
+        for kind in alarms:
+            alarms[kind] += kind in got
+    assert max(alarms.values()) <= 600 * 0.01 * 1.5, alarms  # binomial slack around alpha
+    found = {"sequential": 0, "fixed": 0}
+    for _ in range(200):
+        a, b = _rounds(rng, 20, 0.18, 0.025, change=0.05)
+        for name, design in (("sequential", plan), ("fixed", fixed)):
+            found[name] += _sequential({"p": a}, {"p": b}, design, cfg)[0].verdict == "regressed"
+    assert found["sequential"] >= 190 and found["fixed"] < 100, found  # measured 198, 73
+
+
+def test_a_point_stops_once_decided_and_the_rest_go_on():
+    cfg = GateConfig(threshold=0.02, alpha=0.01)
+    rng = np.random.default_rng(2)
+    clear_a, clear_b = _rounds(rng, 20, 0.1, 0.005, change=0.20)
+    same_a, same_b = _rounds(rng, 20, 0.1, 0.002)
+    near_a, near_b = _rounds(rng, 20, 0.1, 0.03, change=0.025)
+    v = {x.id: x for x in _sequential({"clear": clear_a, "same": same_a, "near": near_a},
+                                      {"clear": clear_b, "same": same_b, "near": near_b},
+                                      looks(5, 20, 0.01), cfg)}  # fmt: skip
+    assert v["clear"].verdict == "regressed" and (v["clear"].look, v["clear"].rounds) == (1, 5)
+    assert v["same"].verdict == "unchanged" and v["same"].look == 1  # inside +/- 2%
+    assert v["near"].rounds > 5 and v["near"].verdict != "pending"
+    assert v["clear"].alpha == pytest.approx(looks(5, 20, 0.01).alphas[0])
+
+
+def test_run_sequential_measures_only_the_points_still_open(monkeypatch):
+    """The driver: a decided point is not measured again, and the order within a round
+    alternates."""
+    from perfsuite.sweep import ab
+
+    calls = []
+
+    def fake(side, point, protocol, timeout):
+        calls.append((point["id"], side.name))
+        slow = 1.5 if side.name == "b" and point["id"] == "clear" else 1.0
+        jitter = 1 + 0.01 * ((len(calls) * 7919) % 13) / 13
+        return {"samples_s": [0.01 * slow * jitter]}
+
+    monkeypatch.setattr(ab, "measure", fake)
+    points = [{"id": "clear", "batch": 1}, {"id": "noisy", "batch": 1}]
+    out, verdicts = run_sequential(
+        points, {}, Side("a", "py"), Side("b", "py"), looks(3, 9, 0.01),
+        GateConfig(threshold=0.02, alpha=0.01), timeout=1.0,
+    )  # fmt: skip
+    per = {pid: sum(c[0] == pid for c in calls) // 2 for pid in ("clear", "noisy")}
+    assert per["clear"] == 3 and verdicts[0].verdict == "regressed"
+    assert per["noisy"] in (3, 6, 9)
+    firsts = [c[1] for c in calls if c[0] == "clear"][::2]
+    assert firsts == ["a", "b", "a"]
+
+
 def _ab(tmp_path, *extra):
     py = sys.executable
     cmd = [py, "-m", "perfsuite.cli", "ab", "--a", py, "--b", py, "--profile", "smoke",
-           "--numa-nodes", "none", "--precisions", "fp32", "--rounds", "6",
+           "--numa-nodes", "none", "--precisions", "fp32", "--rounds", "6", "--max-rounds", "6",
            "--min-time", "0.1", "--out", str(tmp_path), *extra]  # fmt: skip
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
 
@@ -63,7 +153,7 @@ def test_ab_finds_a_slowdown_injected_into_side_b(tmp_path):
     pytest.importorskip("onnxruntime")
     # x2: far past the sub-ms CNN's session-to-session spread, which a busy CI host widens
     # (x1.5 over 3 rounds read +34% [+6%, +70%], p = 0.017: not past alpha = 0.01)
-    r = _ab(tmp_path, "--b-env", "PERFSUITE_FAULT=slow:1.0")
+    r = _ab(tmp_path, "--b-env", "PERFSUITE_FAULT=slow:1.0", "--turns", "0")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "regressed" in r.stdout and "small_cnn-onnxruntime-fp32-t1-unbound-b1" in r.stdout
     (run,) = tmp_path.glob("*-ab")
@@ -73,6 +163,29 @@ def test_ab_finds_a_slowdown_injected_into_side_b(tmp_path):
         (rec,) = (run / side / "points").glob("*.json")
         data = json.loads(rec.read_text())
         assert len(data["session_medians_s"]) == 6 and data["software"]["software.onnxruntime"]
+
+
+@pytest.mark.slow
+def test_ab_in_turns_finds_a_slowdown_and_names_a_broken_side(tmp_path):
+    """Call-interleaved rounds (the default): both sides' workers open at once and take
+    turns. B slowed 2x is found in 4 rounds (the sub-ms CNN's sessions differ by up to 1.8x,
+    and x1.2 read +12..+40% per round); a side that cannot start is an error for the point,
+    in one line, and exit 1."""
+    pytest.importorskip("onnxruntime")
+    r = _ab(tmp_path, "--b-env", "PERFSUITE_FAULT=slow:1.0", "--rounds", "4", "--max-rounds",
+            "4", "--turns", "3", "--turn-time", "0.05")  # fmt: skip
+    assert r.returncode == 1 and "regressed" in r.stdout, r.stdout + r.stderr
+    (run,) = tmp_path.glob("*-ab")
+    (v,) = json.loads((run / "ab.json").read_text())["verdicts"]
+    assert v["rounds"] == 4 and 0.5 < v["change"] < 1.5
+    for side in ("a", "b"):
+        (rec,) = (run / side / "points").glob("*.json")
+        data = json.loads(rec.read_text())
+        assert data["protocol"] == {"turns": 3, "turn_s": 0.05}
+        assert len(data["session_medians_s"]) == 4 and data["settings"]["intra_op_threads"] == 1
+    r = _ab(tmp_path / "broken", "--b", "false", "--turns", "2")
+    assert r.returncode == 1 and "error" in r.stdout, r.stdout + r.stderr
+    assert "side b: small_cnn-onnxruntime-fp32-t1-unbound-b1: no output" in r.stdout
 
 
 def test_ab_bad_input_is_one_line(tmp_path):
@@ -85,3 +198,7 @@ def test_ab_bad_input_is_one_line(tmp_path):
          sys.executable], capture_output=True, text=True,
     )  # fmt: skip
     assert r.returncode == 2 and "no such interpreter" in r.stderr
+    r = _ab(tmp_path, "--turns", "-1")
+    assert r.returncode == 2 and r.stderr.strip().startswith("perfsuite ab: --turns -1")
+    r = _ab(tmp_path, "--rounds", "5", "--max-rounds", "4")
+    assert r.returncode == 2 and "fewer than --rounds 5" in r.stderr

@@ -45,7 +45,7 @@ def place(numa_node: int | None) -> tuple[dict, tuple[int, ...] | None]:
 FAULT_ENV = "PERFSUITE_FAULT"
 
 
-def _slowed(call):
+def slowed(call):
     import os
 
     fault = os.environ.get(FAULT_ENV, "")
@@ -119,7 +119,7 @@ def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, co
     with backend.prepare(variant.path, cfg) as session:
         prepare_s = time.perf_counter() - t0
         if point["mode"] == "latency":
-            call = _slowed(session.callable(inputs))
+            call = slowed(session.callable(inputs))
             warm = warm_up(call, p)
         else:
             session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded
@@ -140,6 +140,24 @@ def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, co
         return samples, info, dict(session.settings), c, prepare_s, windows
 
 
+def open_point(point: dict, cpus):
+    """The model, its variant for the point's precision and framework, the run settings, the
+    backend and the inputs: everything a session of the point is opened from."""
+    from perfsuite.prepare import models, quantize
+    from perfsuite.prepare.backends import RunConfig, get_backend
+
+    model = models.get(point["model"])
+    variant = quantize.prepare(model, point["precision"], point["framework"])
+    cfg = RunConfig(
+        threads=point["threads"],
+        batch=point["batch"],
+        mode=point["mode"],
+        cpus=cpus,
+        options=dict(variant.framework_options),
+    )
+    return model, variant, cfg, get_backend(point["framework"]), model.inputs(point["batch"])
+
+
 def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: float) -> dict:
     """Measure ``protocol["sessions"]`` fresh framework sessions one after another and pool
     their samples. A new session re-draws memory layout and thread start-up: sub-ms ORT calls
@@ -147,22 +165,9 @@ def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: flo
     (kept in the record) show run-to-run spread that one session's samples cannot."""
     from threadpoolctl import threadpool_limits
 
-    from perfsuite.prepare import models, quantize
-    from perfsuite.prepare.backends import RunConfig, get_backend
-
     p = Protocol(**protocol)
     with threadpool_limits(point["threads"]):
-        model = models.get(point["model"])
-        variant = quantize.prepare(model, point["precision"], point["framework"])
-        cfg = RunConfig(
-            threads=point["threads"],
-            batch=point["batch"],
-            mode=point["mode"],
-            cpus=cpus,
-            options=dict(variant.framework_options),
-        )
-        backend = get_backend(point["framework"])
-        inputs = model.inputs(point["batch"])
+        model, variant, cfg, backend, inputs = open_point(point, cpus)
         setup_s = time.perf_counter() - t_setup  # binding, model, variant; + session opens
         samples, windows, medians, counted, settings, tried = [], [], [], None, {}, []
         for i in range(p.sessions):
@@ -185,9 +190,6 @@ def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: flo
     if p.sessions > 1:
         m = np.asarray(medians)
         stats["between_session_cv"] = cv(m)
-    variant_bytes = sum(
-        f.stat().st_size for f in [variant.path, variant.path.with_suffix(".bin")] if f.exists()
-    )
     return {
         "interference": {
             # the kept window of each session is its last attempt
@@ -204,11 +206,18 @@ def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: flo
         "settings": settings,
         "binding": binding,
         "setup_s": setup_s,
-        "model": {
-            "params": model.params,
-            "flops_per_item": model.flops_per_item,
-            "weight_bytes": model.weight_bytes,
-            "variant_file": variant.path.name,
-            "variant_mb": variant_bytes / 2**20,
-        },
+        "model": model_info(model, variant),
+    }
+
+
+def model_info(model, variant) -> dict:
+    variant_bytes = sum(
+        f.stat().st_size for f in [variant.path, variant.path.with_suffix(".bin")] if f.exists()
+    )
+    return {
+        "params": model.params,
+        "flops_per_item": model.flops_per_item,
+        "weight_bytes": model.weight_bytes,
+        "variant_file": variant.path.name,
+        "variant_mb": variant_bytes / 2**20,
     }

@@ -6,7 +6,17 @@ is the difference between A and B plus the noise within a round.
 Per point: d_r = ln(median B_r / median A_r). The change is exp(mean d) - 1 with a Student t
 interval; ``regressed`` when B is slower by more than the threshold and a one-sided t-test
 on d gives p < alpha after Holm over the points (``improved`` symmetrically). Fewer than 3
-rounds cannot be judged (``unstable``)."""
+rounds cannot be judged (``unstable``).
+
+Sequential rounds (``looks``): a fixed number of rounds is either too few for a change
+near the threshold or wasted on a clear one. The rounds are taken in groups, with a look
+after each; a point stops as soon as it is decided (``regressed``/``improved``, or its
+interval lies inside +/- threshold: ``unchanged``), and the others go on to the next look.
+Each look k tests at alpha_k, the increment of the Pocock-type spending function
+alpha * ln(1 + (e - 1) t) (Lan & DeMets 1983) at the information fraction t = rounds /
+max rounds. The alpha_k sum to alpha and are spent by Bonferroni across looks (Holm across
+points within a look), so the family-wise false-alarm rate stays <= alpha whatever the
+correlation between looks."""
 
 from __future__ import annotations
 
@@ -23,7 +33,7 @@ MIN_ROUNDS = 3
 @dataclass
 class PairedVerdict:
     id: str
-    verdict: str  # regressed | improved | unchanged | unstable | error
+    verdict: str  # regressed | improved | unchanged | unstable | error | pending
     change: float | None = None  # B / A - 1 (latency: > 0 is slower)
     ci: tuple[float, float] | None = None
     p: float | None = None
@@ -31,9 +41,28 @@ class PairedVerdict:
     ratios: list[float] | None = None
     threshold: float | None = None
     reason: str = ""
+    look: int = 1  # the look that decided it (sequential rounds)
+    alpha: float | None = None  # the alpha that look tested at
+    p_sides: tuple[float, float] | None = None  # one-sided p (slower, faster), before Holm
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Looks:
+    rounds: tuple[int, ...]  # rounds done at each look (cumulative)
+    alphas: tuple[float, ...]  # alpha spent at each look; they sum to the family alpha
+
+
+def looks(first: int, most: int, alpha: float) -> Looks:
+    """A look after ``first`` rounds and after every ``first`` more, the last at ``most``.
+    ``most <= first`` is the fixed design: one look at ``first`` with all of alpha."""
+    if most <= first:
+        return Looks((first,), (alpha,))
+    at = [*range(first, most, first), most]
+    spent = [alpha * math.log(1 + (math.e - 1) * n / most) for n in at]
+    return Looks(tuple(at), tuple(b - a for a, b in zip([0.0, *spent], spent, strict=False)))
 
 
 def judge(
@@ -41,15 +70,32 @@ def judge(
     b_medians: dict[str, list[float]],
     cfg: GateConfig | None = None,
     errors: dict[str, str] | None = None,
+    *,
+    alpha: float | None = None,
+    look: int = 1,
+    final: bool = True,
+    settled: dict[str, PairedVerdict] | None = None,
 ) -> list[PairedVerdict]:
-    """``a_medians[id][r]`` and ``b_medians[id][r]``: median latency of round r on each side."""
+    """``a_medians[id][r]`` and ``b_medians[id][r]``: median latency of round r on each side.
+
+    Sequential use: ``alpha`` is this look's share (default ``cfg.alpha``); ``settled`` holds
+    the points decided at earlier looks, which are kept as they are. A point that is not
+    decided at a look that is not ``final`` is ``pending``. Points settled ``unchanged``
+    stay in the Holm family with their last p values; rejected ones leave it."""
     from scipy import stats
 
     cfg = cfg or GateConfig()
+    alpha = cfg.alpha if alpha is None else alpha
     errors = errors or {}
+    settled = settled or {}
     out: dict[str, PairedVerdict] = {}
     tested: list[tuple[str, float, float]] = []  # id, p slower, p faster
-    for pid in sorted(set(a_medians) | set(b_medians) | set(errors)):
+    for pid in sorted(set(a_medians) | set(b_medians) | set(errors) | set(settled)):
+        if pid in settled:
+            out[pid] = settled[pid]
+            if settled[pid].verdict == "unchanged" and settled[pid].p_sides:
+                tested.append((pid, *settled[pid].p_sides))
+            continue
         if pid in errors:
             out[pid] = PairedVerdict(pid, "error", reason=errors[pid])
             continue
@@ -74,7 +120,8 @@ def judge(
         out[pid] = PairedVerdict(
             pid, "unchanged", change=math.exp(mean) - 1,
             ci=(math.exp(mean - half) - 1, math.exp(mean + half) - 1), rounds=n,
-            ratios=[float(x) for x in np.exp(d)], threshold=threshold,
+            ratios=[float(x) for x in np.exp(d)], threshold=threshold, look=look, alpha=alpha,
+            p_sides=(p_slower, p_faster),
         )  # fmt: skip
         tested.append((pid, p_slower, p_faster))
     if tested:
@@ -82,10 +129,15 @@ def judge(
         faster = holm([t[2] for t in tested])
         for (pid, _, _), ps, pf in zip(tested, slower, faster, strict=True):
             v = out[pid]
-            if ps < cfg.alpha and v.change > v.threshold:
+            if pid in settled:
+                continue
+            if ps < alpha and v.change > v.threshold:
                 v.verdict, v.p = "regressed", ps
-            elif pf < cfg.alpha and v.change < -v.threshold:
+            elif pf < alpha and v.change < -v.threshold:
                 v.verdict, v.p = "improved", pf
             else:
                 v.p = min(ps, pf)
+                inside = -v.threshold < v.ci[0] and v.ci[1] < v.threshold
+                if not final and not inside:
+                    v.verdict = "pending"
     return [out[k] for k in sorted(out)]

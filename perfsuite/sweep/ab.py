@@ -64,6 +64,80 @@ def measure(side: Side, point: dict, protocol: dict, timeout: float) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+class _TurnWorker:
+    """One side's ``perfsuite.execute.turns`` process: a request line in, a JSON line out."""
+
+    def __init__(self, side: Side, point: dict, protocol: dict, timeout: float):
+        import tempfile
+
+        self.side, self.pid, self.timeout = side, point["id"], timeout
+        self.err = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())
+        cmd = [side.python, "-m", "perfsuite.execute.turns", json.dumps(point),
+               json.dumps(protocol)]  # fmt: skip
+        try:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True,
+                env={**os.environ, **side.env},
+            )  # fmt: skip
+        except OSError as exc:
+            raise WorkerError(f"side {side.name}: cannot run {side.python}: {exc}") from exc
+
+    def ask(self, request: str | None) -> dict:
+        import select
+
+        if request is not None:
+            try:
+                self.proc.stdin.write(request + "\n")
+                self.proc.stdin.flush()
+            except OSError:
+                pass  # it died: the read below says why
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
+        if not ready:
+            raise WorkerError(f"side {self.side.name}: {self.pid} passed {self.timeout:.0f} s")
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait()
+            self.err.seek(0)
+            last = (self.err.read().strip().splitlines() or ["no output"])[-1]
+            raise WorkerError(f"side {self.side.name}: {self.pid}: {last}")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.err.close()
+
+
+def measure_turns(a: Side, b: Side, point: dict, protocol: dict, turns: int, turn_s: float,
+                  r: int, timeout: float) -> dict:  # fmt: skip
+    """One call-interleaved round: a fresh worker per side, both opened and warmed up (one
+    after the other, so neither warms up beside the other), one untimed turn each (the
+    other's set-up left the caches cold), then ``turns`` timed turns each, the side that
+    goes first alternating. Returns ``{side: result}``."""
+    order = (a, b) if r % 2 == 0 else (b, a)
+    workers: dict[str, _TurnWorker] = {}
+    try:
+        for side in order:
+            workers[side.name] = _TurnWorker(side, point, protocol, timeout)
+            ready = workers[side.name].ask(None)
+        for side in order:
+            workers[side.name].ask(f"turn {turn_s}")
+        samples: dict[str, list[float]] = {"a": [], "b": []}
+        for t in range(turns):
+            for side in order if t % 2 == 0 else order[::-1]:
+                samples[side.name] += workers[side.name].ask(f"turn {turn_s}")["samples_s"]
+        out = {}
+        for name, w in workers.items():
+            final = w.ask("stop")
+            out[name] = {**final, "samples_s": samples[name], "setup_s": ready["setup_s"],
+                         "protocol": {"turns": turns, "turn_s": turn_s}}  # fmt: skip
+        return out
+    finally:
+        for w in workers.values():
+            w.close()
+
+
 @dataclass
 class AbRun:
     samples: dict = field(default_factory=lambda: {"a": {}, "b": {}})  # side -> id -> [s]
@@ -73,28 +147,64 @@ class AbRun:
 
 
 def run(points: list[dict], protocol: dict, a: Side, b: Side, rounds: int, *,
-        timeout: float, progress=None) -> AbRun:  # fmt: skip
-    """``rounds`` x (for every point: A, then B). A point that fails on either side is an
-    error for that point and is not measured again."""
-    out = AbRun()
-    for r in range(rounds):
+        timeout: float, progress=None, out: AbRun | None = None, start: int = 0,
+        turns: int = 0, turn_s: float = 0.2) -> AbRun:  # fmt: skip
+    """Rounds ``start`` .. ``rounds - 1``, each measuring every point on both sides, into
+    ``out`` (a new run by default). A point that fails on either side is an error for that
+    point and is not measured again.
+
+    With ``turns``, a round is ``measure_turns``: both sides' workers open at once and take
+    turns of ``turn_s`` seconds, so A and B are timed within a fraction of a second of each
+    other. Without, each side measures its whole window in its own process, one after the
+    other. Either way the side that goes first alternates from round to round: with a fixed
+    order, whatever drifts within a round (a neighbour starting, the clock settling) would
+    land on one side every time and read as a difference between them."""
+    out = out or AbRun()
+    for r in range(start, rounds):
         for p in points:
             if p["id"] in out.errors:
                 continue
-            for side in (a, b):
-                try:
-                    got = measure(side, p, protocol, timeout)
-                except WorkerError as exc:
-                    out.errors[p["id"]] = str(exc)
-                    break
-                out.samples[side.name].setdefault(p["id"], []).extend(got["samples_s"])
-                out.medians[side.name].setdefault(p["id"], []).append(
-                    float(np.median(got["samples_s"]))
-                )
-                out.last[side.name][p["id"]] = got
+            try:
+                if turns:
+                    got = measure_turns(a, b, p, protocol, turns, turn_s, r, timeout)
+                else:
+                    got = {s.name: measure(s, p, protocol, timeout)
+                           for s in ((a, b) if r % 2 == 0 else (b, a))}  # fmt: skip
+            except WorkerError as exc:
+                out.errors[p["id"]] = str(exc)
+                continue
+            for name, res in got.items():
+                out.samples[name].setdefault(p["id"], []).extend(res["samples_s"])
+                out.medians[name].setdefault(p["id"], []).append(float(np.median(res["samples_s"])))
+                out.last[name][p["id"]] = res
             if progress:
                 progress(r, p["id"])
     return out
+
+
+def run_sequential(points: list[dict], protocol: dict, a: Side, b: Side, plan, cfg, *,
+                   timeout: float, progress=None, on_look=None, turns: int = 0,
+                   turn_s: float = 0.2) -> tuple[AbRun, list]:  # fmt: skip
+    """Rounds in the groups of ``plan`` (``gate.paired.looks``), judged after each group;
+    only the points not yet decided are measured in the next. Returns the run and the
+    final verdicts."""
+    from perfsuite.gate.paired import judge
+
+    out, settled, done, verdicts = AbRun(), {}, 0, []
+    last = len(plan.rounds)
+    for k, (upto, alpha) in enumerate(zip(plan.rounds, plan.alphas, strict=True), start=1):
+        active = [p for p in points if p["id"] not in settled]
+        run(active, protocol, a, b, upto, timeout=timeout, progress=progress, out=out,
+            start=done, turns=turns, turn_s=turn_s)  # fmt: skip
+        done = upto
+        verdicts = judge(out.medians["a"], out.medians["b"], cfg, out.errors, alpha=alpha,
+                         look=k, final=k == last, settled=settled)  # fmt: skip
+        settled = {v.id: v for v in verdicts if v.verdict != "pending"}
+        if on_look:
+            on_look(k, upto, alpha, verdicts)
+        if len(settled) == len(verdicts):
+            break
+    return out, verdicts
 
 
 def write(run_dir: Path, ab: AbRun, points: list[dict], hardware_class: str, verdicts) -> None:
@@ -132,6 +242,6 @@ def write(run_dir: Path, ab: AbRun, points: list[dict], hardware_class: str, ver
             )
     atomic_write_text(
         run_dir / "ab.json",
-        json.dumps({"schema": "perfsuite.ab/1", "verdicts": [v.as_dict() for v in verdicts]},
-                   indent=1),
+        json.dumps({"schema": "perfsuite.ab/1", "order": "A first in even rounds, B first in odd",
+                    "verdicts": [v.as_dict() for v in verdicts]}, indent=1),
     )  # fmt: skip

@@ -1,0 +1,82 @@
+"""``python -m perfsuite.execute.turns POINT PROTOCOL``: one side of a call-interleaved A/B
+round (``perfsuite ab``, ``sweep.ab.measure_turns``).
+
+The worker opens the point's session, warms it up and answers ``ready``. Then, for each
+``turn SECONDS`` line on stdin, it times calls until SECONDS have passed (at least one) and
+answers with their latencies; ``stop`` ends it with the session's settings. Between its
+turns it blocks on stdin, so the other side's turn has the machine to itself. Answers are
+one JSON object per line on stdout; whatever a framework prints goes to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def _timed(call, seconds: float) -> list[float]:
+    samples: list[float] = []
+    t0 = time.perf_counter()
+    while True:
+        s = time.perf_counter()
+        call()
+        e = time.perf_counter()
+        samples.append(e - s)
+        if e - t0 >= seconds:
+            return samples
+
+
+def serve(point: dict, protocol: dict, say, lines) -> None:
+    from threadpoolctl import threadpool_limits
+
+    from perfsuite.execute.measure import Protocol, warm_up
+    from perfsuite.execute.runner import model_info, open_point, place, slowed
+    from perfsuite.prepare.backends import software_versions
+
+    t0 = time.perf_counter()
+    binding, cpus = place(point["numa_node"])
+    p = Protocol(**protocol)
+    latency = point["mode"] == "latency"
+    with threadpool_limits(point["threads"]):
+        model, variant, cfg, backend, inputs = open_point(point, cpus)
+        with backend.prepare(variant.path, cfg) as session:
+            if latency:
+                call = slowed(session.callable(inputs))
+                warm = warm_up(call, p)
+            else:
+                warm = session.run_throughput(inputs, seconds=p.warmup_time).seconds
+            say({"ready": True, "setup_s": time.perf_counter() - t0, "warmup": warm})
+            for line in lines:
+                cmd, _, arg = line.strip().partition(" ")
+                if cmd == "turn":
+                    secs = float(arg)
+                    if latency:
+                        samples = _timed(call, secs)
+                    else:
+                        samples = session.run_throughput(inputs, seconds=secs).latencies_s
+                    say({"samples_s": samples})
+                elif cmd == "stop":
+                    break
+            say({
+                "settings": dict(session.settings), "binding": binding,
+                "software": software_versions(), "model": model_info(model, variant),
+            })  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    point, protocol = (json.loads(a) for a in (argv or sys.argv[1:]))
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+
+    def say(obj: dict) -> None:
+        out.write(json.dumps(obj, default=str) + "\n")
+        out.flush()
+
+    serve(point, protocol, say, sys.stdin)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
