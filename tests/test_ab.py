@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from perfsuite.gate.paired import judge, looks
-from perfsuite.sweep.ab import Side, run_sequential
 from perfsuite.gate.statistics import GateConfig
+from perfsuite.sweep.ab import Side, run_sequential
 
 
 def _rounds(rng, n, drift_cv, noise_cv, change=0.0):
