@@ -143,7 +143,7 @@ def cmd_ab(args) -> int:
     from perfsuite.gate.paired import looks
     from perfsuite.gate.statistics import GateConfig
     from perfsuite.host.topology import read_topology
-    from perfsuite.sweep import ab
+    from perfsuite.sweep import ab, ab_report
     from perfsuite.sweep.plan import PlanError, expand, load_profiles, select_profile
 
     try:
@@ -199,6 +199,8 @@ def cmd_ab(args) -> int:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = Path(args.out) / f"{stamp}-ab"
     ab.write(run_dir, result, points, fp["hardware_class"], verdicts)
+    ab_report.write(run_dir, verdicts, sides[0].describe(), sides[1].describe(),
+                    fp["hardware_class"])  # fmt: skip
     head = f"{'verdict':<10} {'B/A-1':>8} {'95% CI':>19} {'p (Holm)':>9} {'alpha':>7} rounds"
     print(f"{head}  benchmark")
     for v in verdicts:
@@ -209,7 +211,7 @@ def cmd_ab(args) -> int:
         ci = f"[{v.ci[0]:+.1%}, {v.ci[1]:+.1%}]"
         print(f"{v.verdict:<10} {v.change:>+8.1%} {ci:>19} {v.p:>9.2g} {v.alpha:>7.2g} "
               f"{v.rounds:>6}  {v.id}")  # fmt: skip
-    print(f"results: {run_dir}/a, {run_dir}/b, {run_dir}/ab.json")
+    print(f"results: {run_dir}/a, {run_dir}/b, {run_dir}/ab.json, {run_dir}/ab.html")
     bad = [v for v in verdicts if v.verdict in ("regressed", "error")]
     return EXIT_FAIL if bad else EXIT_OK
 

@@ -178,6 +178,8 @@ def test_ab_in_turns_finds_a_slowdown_and_names_a_broken_side(tmp_path):
     (run,) = tmp_path.glob("*-ab")
     (v,) = json.loads((run / "ab.json").read_text())["verdicts"]
     assert v["rounds"] == 4 and 0.5 < v["change"] < 1.5
+    page = (run / "ab.html").read_text()
+    assert "<tr class='regressed'><td>regressed</td>" in page and "id='rounds'" in page
     for side in ("a", "b"):
         (rec,) = (run / side / "points").glob("*.json")
         data = json.loads(rec.read_text())

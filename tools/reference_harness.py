@@ -119,23 +119,33 @@ print(json.dumps(run_point(point, protocol)["stats"]))
 """
 
 
+def _suite(point: dict, seconds: float) -> float:
+    """items/s of ``point`` by perfsuite's own measurement code in a fresh process."""
+    cmd = [sys.executable, "-c", SUITE, json.dumps(point), str(seconds)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["throughput_ips"]
+
+
 def interleave(run_dir: Path, args) -> int:
-    """Per point, ``rounds`` x (harness, then perfsuite's own measurement code), each in a
-    fresh process, one right after the other: the same minute, the same host state."""
+    """Per point, ``rounds`` x (harness and perfsuite's own measurement code, each in a fresh
+    process, one right after the other; which goes first alternates): the same minute, the
+    same host state. The figure is the median of the per-round ratios."""
     changes = []
     for rec in _points(run_dir):
         p = rec["point"]
         ref, ours = [], []
-        for _ in range(args.rounds):
-            ref.append(_harness(p, args.seconds))
-            cmd = [sys.executable, "-c", SUITE, json.dumps(p), str(args.seconds)]
-            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-            ours.append(json.loads(out.strip().splitlines()[-1])["throughput_ips"])
-        r, o = float(np.median(ref)), float(np.median(ours))
-        changes.append(o / r - 1)
-        print(f"{rec['id']:<50} perfsuite {o:8.2f}  harness {r:8.2f}  {o / r - 1:+6.1%}  "
-              f"(rounds: perfsuite {min(ours):.1f}-{max(ours):.1f}, "
-              f"harness {min(ref):.1f}-{max(ref):.1f})", flush=True)  # fmt: skip
+        for r in range(args.rounds):
+            if r % 2 == 0:
+                ref.append(_harness(p, args.seconds))
+                ours.append(_suite(p, args.seconds))
+            else:
+                ours.append(_suite(p, args.seconds))
+                ref.append(_harness(p, args.seconds))
+        ratios = np.asarray(ours) / np.asarray(ref)
+        changes.append(float(np.median(ratios)) - 1)
+        print(f"{rec['id']:<50} perfsuite {np.median(ours):8.2f}  harness {np.median(ref):8.2f}"
+              f"  {changes[-1]:+6.1%}  (per round {', '.join(f'{x - 1:+.1%}' for x in ratios)})",
+              flush=True)  # fmt: skip
     return _summary(changes, " (interleaved)")
 
 

@@ -99,6 +99,8 @@ class _TurnWorker:
             self.proc.wait()
             self.err.seek(0)
             last = (self.err.read().strip().splitlines() or ["no output"])[-1]
+            if "No module named perfsuite.execute.turns" in last:
+                last += " (that side's perfsuite predates turns: use --turns 0)"
             raise WorkerError(f"side {self.side.name}: {self.pid}: {last}")
         return json.loads(line)
 

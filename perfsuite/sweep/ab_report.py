@@ -1,0 +1,76 @@
+"""The HTML page of a relative run (``<run>/ab.html``): per point the verdict, B/A with its
+interval, the look that decided it, and every round's ratio against the threshold band.
+Self-contained (the plot is an embedded PNG), like the gate's report."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from perfsuite.files import atomic_write_text
+
+
+def _plot(verdicts) -> str | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from perfsuite.gate.report import _png
+
+    judged = [v for v in verdicts if v.ratios]
+    if not judged:
+        return None
+    fig, ax = plt.subplots(figsize=(8, max(2.0, 0.45 * len(judged))))
+    for y, v in enumerate(judged):
+        ax.scatter([r - 1 for r in v.ratios], [y] * len(v.ratios), s=10, color="0.5")
+        ax.plot(v.ci, [y, y], color="C3" if v.verdict == "regressed" else "C0", lw=3)
+        ax.plot([v.change], [y], marker="|", color="k", ms=14)
+    t = judged[0].threshold or 0.0
+    ax.axvspan(-t, t, color="C2", alpha=0.12, label=f"+/- threshold ({t:.0%})")
+    ax.axvline(0, color="k", lw=0.5)
+    ax.set_yticks(range(len(judged)), [v.id for v in judged], fontsize=7)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    ax.set_xlabel("B / A - 1: each round (dots), the estimate (bar) and its 95% interval")
+    ax.legend(fontsize=7, loc="lower right")
+    return _png(fig)
+
+
+def html_page(verdicts, a_desc: str, b_desc: str, hardware_class: str) -> str:
+    esc = html.escape
+    rows = []
+    for v in verdicts:
+        if v.change is None:
+            cells = [
+                v.verdict,
+                "",
+                "",
+                "",
+                "",
+                str(v.rounds),
+                v.id + (f": {v.reason}" if v.reason else ""),
+            ]
+        else:
+            cells = [
+                v.verdict, f"{v.change:+.2%}", f"[{v.ci[0]:+.2%}, {v.ci[1]:+.2%}]",
+                f"{v.p:.2g}", f"{v.alpha:.2g} (look {v.look})", str(v.rounds), v.id,
+            ]  # fmt: skip
+        rows.append(f"<tr class='{esc(v.verdict)}'>" + "".join(f"<td>{esc(c)}</td>" for c in cells))
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("verdict", "B/A-1", "95% interval", "p (Holm)", "alpha", "rounds", "point")
+    )
+    img = _plot(verdicts)
+    plot = f"<h2>Rounds</h2><img id='rounds' src='{img}' alt='per-round ratios'>" if img else ""
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>perfsuite ab</title>
+<style>body{{font-family:sans-serif;margin:2em}}td,th{{padding:2px 8px;text-align:left}}
+tr.regressed{{background:#fdd}}tr.improved{{background:#dfd}}tr.error{{background:#fec}}
+</style></head><body><h1>Relative run on {esc(hardware_class)}</h1>
+<p>A: <code>{esc(a_desc)}</code><br>B: <code>{esc(b_desc)}</code></p>
+<table id="verdicts"><tr>{head}</tr>{"".join(rows)}</table>{plot}</body></html>"""
+
+
+def write(run_dir: Path, verdicts, a_desc: str, b_desc: str, hardware_class: str) -> Path:
+    path = Path(run_dir) / "ab.html"
+    atomic_write_text(path, html_page(verdicts, a_desc, b_desc, hardware_class))
+    return path
