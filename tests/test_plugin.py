@@ -577,10 +577,16 @@ def test_instruction_counts_are_saved_in_the_baseline_and_gated(sweep, monkeypat
     assert n > (1 << 20) / 8 and data["instructions"]["isa"] == "avx2"  # >= one op / 8 floats
     (run,) = (sweep.path / "r1").glob("*/instructions.json")
     assert json.loads(run.read_text())["counts"] == {"triad-n1048576": n}
+    page = (run.parent / "report.html").read_text()
+    assert "<pre id='icount'>avx2, no baseline compared" in page and f"{n:,d}" in page
 
-    r = sweep.runpytest(*args, "--perf-fail-on", "regression")  # the same code: exact, passes
+    r2 = sweep.path / "r2"  # the same code: exact, passes
+    r = sweep.runpytest(*args, "--perf-fail-on", "regression", "--perf-out", str(r2))
     out = r.stdout.str()
     assert r.ret == 0 and "unchanged" in out and "+0.000%" in out
+    (page,) = r2.glob("*/report.html")
+    assert "against the baseline (threshold 1%)" in page.read_text()
+    assert "+0.000%" in page.read_text()
 
     data["instructions"]["counts"]["triad-n1048576"] = int(n * 0.9)
     saved.write_text(json.dumps(data))

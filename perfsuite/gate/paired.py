@@ -1,9 +1,9 @@
-"""Relative (interleaved A/B) verdicts: per point, rounds of A then B measured back to back
-in fresh workers on the same machine, judged on the per-round ratios of B's median to A's.
-Host drift moves both sides of a round together, so it cancels in the ratio; what is left
-is the difference between A and B plus the noise within a round.
+"""Relative (interleaved A/B) verdicts: per point, rounds of A and B measured side by side
+in fresh workers on the same machine, judged on the per-round ratios B / A
+(``sweep.ab.round_ratio``). Host drift moves both sides of a round together, so it cancels
+in the ratio; what is left is the difference between A and B plus the noise within a round.
 
-Per point: d_r = ln(median B_r / median A_r). The change is exp(mean d) - 1 with a Student t
+Per point: d_r = ln(B / A of round r). The change is exp(mean d) - 1 with a Student t
 interval; ``regressed`` when B is slower by more than the threshold and a one-sided t-test
 on d gives p < alpha after Holm over the points (``improved`` symmetrically). Fewer than 3
 rounds cannot be judged (``unstable``).
@@ -70,13 +70,28 @@ def judge(
     b_medians: dict[str, list[float]],
     cfg: GateConfig | None = None,
     errors: dict[str, str] | None = None,
+    **look,
+) -> list[PairedVerdict]:
+    """``a_medians[id][r]`` and ``b_medians[id][r]``: median latency of round r on each side;
+    ``judge_ratios`` on their ratios."""
+    ratios = {}
+    for pid in set(a_medians) | set(b_medians):
+        a, b = a_medians.get(pid, []), b_medians.get(pid, [])
+        ratios[pid] = [y / x for x, y in zip(a, b, strict=False)]
+    return judge_ratios(ratios, cfg, errors, **look)
+
+
+def judge_ratios(
+    ratios: dict[str, list[float]],
+    cfg: GateConfig | None = None,
+    errors: dict[str, str] | None = None,
     *,
     alpha: float | None = None,
     look: int = 1,
     final: bool = True,
     settled: dict[str, PairedVerdict] | None = None,
 ) -> list[PairedVerdict]:
-    """``a_medians[id][r]`` and ``b_medians[id][r]``: median latency of round r on each side.
+    """``ratios[id][r]``: B / A of round r (latency: > 1 is slower).
 
     Sequential use: ``alpha`` is this look's share (default ``cfg.alpha``); ``settled`` holds
     the points decided at earlier looks, which are kept as they are. A point that is not
@@ -90,7 +105,7 @@ def judge(
     settled = settled or {}
     out: dict[str, PairedVerdict] = {}
     tested: list[tuple[str, float, float]] = []  # id, p slower, p faster
-    for pid in sorted(set(a_medians) | set(b_medians) | set(errors) | set(settled)):
+    for pid in sorted(set(ratios) | set(errors) | set(settled)):
         if pid in settled:
             out[pid] = settled[pid]
             if settled[pid].verdict == "unchanged" and settled[pid].p_sides:
@@ -99,9 +114,8 @@ def judge(
         if pid in errors:
             out[pid] = PairedVerdict(pid, "error", reason=errors[pid])
             continue
-        a = np.asarray(a_medians.get(pid, []), float)
-        b = np.asarray(b_medians.get(pid, []), float)
-        n = min(a.size, b.size)
+        r = np.asarray(ratios.get(pid, []), float)
+        n = r.size
         threshold = cfg.threshold_for(pid)
         if n < MIN_ROUNDS:
             out[pid] = PairedVerdict(
@@ -109,7 +123,7 @@ def judge(
                 reason=f"{n} paired round(s); at least {MIN_ROUNDS} are needed",
             )  # fmt: skip
             continue
-        d = np.log(b[:n] / a[:n])
+        d = np.log(r)
         mean, sd = float(d.mean()), float(d.std(ddof=1))
         half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n) if sd > 0 else 0.0
         if sd > 0:

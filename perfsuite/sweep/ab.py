@@ -116,34 +116,54 @@ def measure_turns(a: Side, b: Side, point: dict, protocol: dict, turns: int, tur
     """One call-interleaved round: a fresh worker per side, both opened and warmed up (one
     after the other, so neither warms up beside the other), one untimed turn each (the
     other's set-up left the caches cold), then ``turns`` timed turns each, the side that
-    goes first alternating. Returns ``{side: result}``."""
+    goes first alternating. Returns ``{side: result}``; each result's protocol has the
+    median of every turn (``turn_medians_s``), which ``round_ratio`` pairs."""
     order = (a, b) if r % 2 == 0 else (b, a)
     workers: dict[str, _TurnWorker] = {}
+    setup: dict[str, float] = {}
     try:
         for side in order:
             workers[side.name] = _TurnWorker(side, point, protocol, timeout)
-            ready = workers[side.name].ask(None)
+            setup[side.name] = workers[side.name].ask(None)["setup_s"]
         for side in order:
             workers[side.name].ask(f"turn {turn_s}")
         samples: dict[str, list[float]] = {"a": [], "b": []}
+        medians: dict[str, list[float]] = {"a": [], "b": []}
         for t in range(turns):
             for side in order if t % 2 == 0 else order[::-1]:
-                samples[side.name] += workers[side.name].ask(f"turn {turn_s}")["samples_s"]
+                got = workers[side.name].ask(f"turn {turn_s}")["samples_s"]
+                samples[side.name] += got
+                medians[side.name].append(float(np.median(got)))
         out = {}
         for name, w in workers.items():
             final = w.ask("stop")
-            out[name] = {**final, "samples_s": samples[name], "setup_s": ready["setup_s"],
-                         "protocol": {"turns": turns, "turn_s": turn_s}}  # fmt: skip
+            out[name] = {**final, "samples_s": samples[name], "setup_s": setup[name],
+                         "protocol": {"turns": turns, "turn_s": turn_s,
+                                      "turn_medians_s": medians[name]}}  # fmt: skip
         return out
     finally:
         for w in workers.values():
             w.close()
 
 
+def round_ratio(a: dict, b: dict) -> float:
+    """B / A of one round. In turns: the median over turn pairs of B's turn median over A's,
+    each pair timed within a second of each other. A median over the round's pooled calls
+    would not do: when the host changes speed part way through a round (calls of 55 ms, then
+    85 ms), each side's calls fall into two clusters and the pooled median of either side
+    lands in one cluster or the other; such rounds read B/A from 0.85 to 1.45 on an A/A.
+    Whole windows: the ratio of the two windows' medians."""
+    ta, tb = (x.get("protocol", {}).get("turn_medians_s") for x in (a, b))
+    if ta and tb:
+        return float(np.exp(np.median(np.log(np.asarray(tb) / np.asarray(ta)))))
+    return float(np.median(b["samples_s"]) / np.median(a["samples_s"]))
+
+
 @dataclass
 class AbRun:
     samples: dict = field(default_factory=lambda: {"a": {}, "b": {}})  # side -> id -> [s]
     medians: dict = field(default_factory=lambda: {"a": {}, "b": {}})  # side -> id -> [per round]
+    ratios: dict = field(default_factory=dict)  # id -> [B / A per round]
     last: dict = field(default_factory=lambda: {"a": {}, "b": {}})  # side -> id -> result
     errors: dict = field(default_factory=dict)
 
@@ -179,6 +199,7 @@ def run(points: list[dict], protocol: dict, a: Side, b: Side, rounds: int, *,
                 out.samples[name].setdefault(p["id"], []).extend(res["samples_s"])
                 out.medians[name].setdefault(p["id"], []).append(float(np.median(res["samples_s"])))
                 out.last[name][p["id"]] = res
+            out.ratios.setdefault(p["id"], []).append(round_ratio(got["a"], got["b"]))
             if progress:
                 progress(r, p["id"])
     return out
@@ -190,7 +211,7 @@ def run_sequential(points: list[dict], protocol: dict, a: Side, b: Side, plan, c
     """Rounds in the groups of ``plan`` (``gate.paired.looks``), judged after each group;
     only the points not yet decided are measured in the next. Returns the run and the
     final verdicts."""
-    from perfsuite.gate.paired import judge
+    from perfsuite.gate.paired import judge_ratios
 
     out, settled, done, verdicts = AbRun(), {}, 0, []
     last = len(plan.rounds)
@@ -199,8 +220,8 @@ def run_sequential(points: list[dict], protocol: dict, a: Side, b: Side, plan, c
         run(active, protocol, a, b, upto, timeout=timeout, progress=progress, out=out,
             start=done, turns=turns, turn_s=turn_s)  # fmt: skip
         done = upto
-        verdicts = judge(out.medians["a"], out.medians["b"], cfg, out.errors, alpha=alpha,
-                         look=k, final=k == last, settled=settled)  # fmt: skip
+        verdicts = judge_ratios(out.ratios, cfg, out.errors, alpha=alpha, look=k,
+                                final=k == last, settled=settled)  # fmt: skip
         settled = {v.id: v for v in verdicts if v.verdict != "pending"}
         if on_look:
             on_look(k, upto, alpha, verdicts)

@@ -39,6 +39,7 @@ class Outcome:
     report: Path | None = None  # report.html
     internal_error: bool = False  # a bug, not a verdict: pytest exits 3 (INTERNAL_ERROR)
     instructions: dict | None = None  # {"isa", "counts"} when the profile asked for them
+    icount_lines: list[str] = field(default_factory=list)  # for the HTML report
 
 
 def _confirm(session, comparison: Comparison, base, cfg) -> None:
@@ -135,6 +136,7 @@ def finish(session, opts: FinishOptions) -> Outcome:
         note,
         page,
         trends,
+        icount=out.icount_lines,
     )
     if opts.save_baseline:
         _save(session, opts, out)
@@ -157,6 +159,8 @@ def _count_instructions(session, out: Outcome) -> dict | None:
         out.fail = True
         return None
     atomic_write_text(session.run_dir / "instructions.json", ic.dump(counts))
+    out.icount_lines = [f"{ic.ISA}, no baseline compared", f"{'count':>16}  point"]
+    out.icount_lines += [f"{n:>16,d}  {pid}" for pid, n in sorted(counts.items())]
     return {"isa": ic.ISA, "counts": counts}
 
 
@@ -182,6 +186,8 @@ def _gate_instructions(base_data: dict | None, out: Outcome, fail_on: str) -> No
         return
     rows = ic.compare(stored["counts"], out.instructions["counts"])
     out.lines += ic.table(rows)
+    out.icount_lines = [f"{ic.ISA}, against the baseline (threshold {ic.THRESHOLD:.0%})"]
+    out.icount_lines += ic.table(rows)
     regressed = [r[0] for r in rows if r[4] == "regressed"]
     if regressed and fail_on != "never":
         out.fail = True

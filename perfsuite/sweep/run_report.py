@@ -144,6 +144,7 @@ def html_page(
     gate_note: str,
     gate_page: str | None,
     trends: str | None = None,
+    icount: list[str] | None = None,
 ) -> str:
     esc = html.escape
     imgs = "".join(
@@ -167,6 +168,9 @@ def html_page(
             for r in dirty
         )
         diag += f"<h2>Contaminated measurements</h2><ul id='contaminated'>{items}</ul>"
+    if icount:
+        counts = esc("\n".join(icount))
+        diag += f"<h2>Instruction counts (valgrind)</h2><pre id='icount'>{counts}</pre>"
     link = f" (<a href='{esc(gate_page)}'>gate report</a>)" if gate_page else ""
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>perfsuite run</title>
 <style>body{{font-family:sans-serif;margin:2em}}pre{{font-size:12px}}</style></head><body>
@@ -177,9 +181,9 @@ def html_page(
 
 
 def write(
-    run_dir: Path, records, fingerprint, lines, slow, gate_note, gate_page, trends=None
+    run_dir: Path, records, fingerprint, lines, slow, gate_note, gate_page, trends=None, icount=None
 ) -> Path:
     path = Path(run_dir) / "report.html"
-    page = html_page(records, fingerprint, lines, slow, gate_note, gate_page, trends)
+    page = html_page(records, fingerprint, lines, slow, gate_note, gate_page, trends, icount)
     atomic_write_text(path, page)
     return path
