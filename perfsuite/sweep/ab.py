@@ -117,7 +117,13 @@ def measure_turns(a: Side, b: Side, point: dict, protocol: dict, turns: int, tur
     after the other, so neither warms up beside the other), one untimed turn each (the
     other's set-up left the caches cold), then ``turns`` timed turns each, the side that
     goes first alternating. Returns ``{side: result}``; each result's protocol has the
-    median of every turn (``turn_medians_s``), which ``round_ratio`` pairs."""
+    median of every turn (``turn_medians_s``), which ``round_ratio`` pairs.
+
+    Short turns pair best: this host switches between two speeds (ResNet-50 INT8 calls of
+    about 55 and 65-70 ms) within fractions of a second, pinned to one CPU or not. A/A
+    rounds, 10 per setting, alternated in one session (Zen 3): standard deviation of
+    ln(B/A) 0.049-0.057 with 8 turns of 0.2 s, 0.014-0.027 with 24 turns of one call, and
+    0.010-0.025 with 48."""
     order = (a, b) if r % 2 == 0 else (b, a)
     workers: dict[str, _TurnWorker] = {}
     setup: dict[str, float] = {}
@@ -170,7 +176,7 @@ class AbRun:
 
 def run(points: list[dict], protocol: dict, a: Side, b: Side, rounds: int, *,
         timeout: float, progress=None, out: AbRun | None = None, start: int = 0,
-        turns: int = 0, turn_s: float = 0.2) -> AbRun:  # fmt: skip
+        turns: int = 0, turn_s: float = 0.01) -> AbRun:  # fmt: skip
     """Rounds ``start`` .. ``rounds - 1``, each measuring every point on both sides, into
     ``out`` (a new run by default). A point that fails on either side is an error for that
     point and is not measured again.
@@ -207,7 +213,7 @@ def run(points: list[dict], protocol: dict, a: Side, b: Side, rounds: int, *,
 
 def run_sequential(points: list[dict], protocol: dict, a: Side, b: Side, plan, cfg, *,
                    timeout: float, progress=None, on_look=None, turns: int = 0,
-                   turn_s: float = 0.2) -> tuple[AbRun, list]:  # fmt: skip
+                   turn_s: float = 0.01) -> tuple[AbRun, list]:  # fmt: skip
     """Rounds in the groups of ``plan`` (``gate.paired.looks``), judged after each group;
     only the points not yet decided are measured in the next. Returns the run and the
     final verdicts."""
