@@ -114,6 +114,20 @@ def test_a_point_stops_once_decided_and_the_rest_go_on():
     assert v["clear"].alpha == pytest.approx(looks(5, 20, 0.01).alphas[0])
 
 
+def test_a_round_in_turns_pairs_turns_not_pooled_calls():
+    """The host switches speed part way through a round: both sides' turns move together.
+    Pooled, B's median lands in the slow cluster and A's in the fast one (B/A 1.2); paired
+    turn by turn, B/A is 1."""
+    from perfsuite.sweep.ab import round_ratio
+
+    fast, slow = [0.055] * 5, [0.066] * 5
+    a = {"samples_s": fast + slow[:4], "protocol": {"turn_medians_s": fast + slow[:4]}}
+    b = {"samples_s": fast[:4] + slow, "protocol": {"turn_medians_s": fast[:4] + slow}}
+    assert round_ratio(a, b) == pytest.approx(1.0)
+    pooled = {k: {"samples_s": v["samples_s"]} for k, v in (("a", a), ("b", b))}
+    assert round_ratio(pooled["a"], pooled["b"]) == pytest.approx(1.2)
+
+
 def test_run_sequential_measures_only_the_points_still_open(monkeypatch):
     """The driver: a decided point is not measured again, and the order within a round
     alternates."""
