@@ -351,7 +351,7 @@ def add_parsers(sub) -> None:
     )  # fmt: skip
     ab.add_argument(
         "--turns", type=int, default=24,
-        help="call-interleaved rounds: both sides' processes open at once and take this many "
+        help="call-interleaved rounds: both sides' processes stay open and take this many "
         "turns each (0: each side measures its whole window in turn; default: 24)",
     )  # fmt: skip
     ab.add_argument(

@@ -16,22 +16,10 @@ import sys
 import time
 
 
-def _timed(call, seconds: float) -> list[float]:
-    samples: list[float] = []
-    t0 = time.perf_counter()
-    while True:
-        s = time.perf_counter()
-        call()
-        e = time.perf_counter()
-        samples.append(e - s)
-        if e - t0 >= seconds:
-            return samples
-
-
 def serve(point: dict, protocol: dict, say, lines) -> None:
     from threadpoolctl import threadpool_limits
 
-    from perfsuite.execute.measure import Protocol, warm_up
+    from perfsuite.execute.measure import Protocol, measure_latency, warm_up
     from perfsuite.execute.runner import model_info, open_point, place, slowed
     from perfsuite.prepare.backends import software_versions
 
@@ -52,8 +40,9 @@ def serve(point: dict, protocol: dict, say, lines) -> None:
                 cmd, _, arg = line.strip().partition(" ")
                 if cmd == "turn":
                     secs = float(arg)
-                    if latency:
-                        samples = _timed(call, secs)
+                    if latency:  # warm={}: warmed up already
+                        turn = Protocol(min_time=secs, min_samples=1)
+                        samples, _ = measure_latency(call, turn, warm={})
                     else:
                         samples = session.run_throughput(inputs, seconds=secs).latencies_s
                     say({"samples_s": samples})
