@@ -182,10 +182,11 @@ def run(points: list[dict], protocol: dict, a: Side, b: Side, rounds: int, *,
     point and is not measured again.
 
     With ``turns``, a round is ``measure_turns``: both sides' workers stay open and take
-    turns of ``turn_s`` seconds, so A and B are timed within a call or so of each other. Without, each side measures its whole window in its own process, one after the
-    other. Either way the side that goes first alternates from round to round: with a fixed
-    order, whatever drifts within a round (a neighbour starting, the clock settling) would
-    land on one side every time and read as a difference between them."""
+    turns of ``turn_s`` seconds, so A and B are timed within a call or so of each other.
+    Without, each side measures its whole window in its own process, one after the other.
+    Either way the side that goes first alternates from round to round: with a fixed order,
+    whatever drifts within a round (a neighbour starting, the clock settling) would land on
+    one side every time and read as a difference between them."""
     out = out or AbRun()
     for r in range(start, rounds):
         for p in points:
