@@ -61,17 +61,24 @@ def test_looks_spend_alpha_and_the_fixed_design_is_one_look():
 
 
 def _sequential(a_rounds, b_rounds, plan, cfg):
-    """judge at each look of ``plan`` as run_sequential does, on precomputed rounds."""
-    settled, verdicts = {}, []
-    for k, (n, alpha) in enumerate(zip(plan.rounds, plan.alphas, strict=True), start=1):
-        a = {pid: r[:n] for pid, r in a_rounds.items()}
-        b = {pid: r[:n] for pid, r in b_rounds.items()}
-        verdicts = judge(a, b, cfg, alpha=alpha, look=k, final=k == len(plan.rounds),
-                         settled=settled)  # fmt: skip
-        settled = {v.id: v for v in verdicts if v.verdict != "pending"}
-        if len(settled) == len(verdicts):
-            break
-    return verdicts
+    """``run_sequential`` itself on precomputed rounds: each measurement returns the next
+    round's value for its side and point."""
+    import perfsuite.sweep.ab as ab
+
+    done: dict = {}
+
+    def fake(side, point, protocol, timeout):
+        key = (side.name, point["id"])
+        r = done[key] = done.get(key, -1) + 1
+        return {"samples_s": [(a_rounds if side.name == "a" else b_rounds)[point["id"]][r]]}
+
+    real, ab.measure = ab.measure, fake
+    try:
+        points = [{"id": pid} for pid in a_rounds]
+        return run_sequential(points, {}, Side("a", "py"), Side("b", "py"), plan, cfg,
+                              timeout=1.0)[1]  # fmt: skip
+    finally:
+        ab.measure = real
 
 
 def test_sequential_rounds_keep_false_alarms_under_alpha_and_find_more():

@@ -70,15 +70,14 @@ def judge(
     b_medians: dict[str, list[float]],
     cfg: GateConfig | None = None,
     errors: dict[str, str] | None = None,
-    **look,
 ) -> list[PairedVerdict]:
     """``a_medians[id][r]`` and ``b_medians[id][r]``: median latency of round r on each side;
-    ``judge_ratios`` on their ratios."""
+    ``judge_ratios`` (one look) on their ratios."""
     ratios = {}
     for pid in set(a_medians) | set(b_medians):
         a, b = a_medians.get(pid, []), b_medians.get(pid, [])
         ratios[pid] = [y / x for x, y in zip(a, b, strict=False)]
-    return judge_ratios(ratios, cfg, errors, **look)
+    return judge_ratios(ratios, cfg, errors)
 
 
 def judge_ratios(
