@@ -39,6 +39,9 @@ def test_onnxruntime_records_effective_settings(cnn):
         assert s.settings["intra_op_threads"] == 2 and s.settings["spinning"] is False
         assert s.settings["thread_affinities"] == "2"  # pool thread 1 -> CPU 1 (1-based)
         assert s.settings["providers"] == ["CPUExecutionProvider"]
+        assert s.settings["spin_stop"] is False  # the default: as users run it
+    with get_backend("onnxruntime").prepare(cnn.path, RunConfig(options={"spin_stop": True})) as s:
+        assert s.settings["spin_stop"] is True  # read back from ORT's session options
 
 
 @pytest.mark.skipif(BACKENDS["openvino"].version() is None, reason="openvino is not installed")

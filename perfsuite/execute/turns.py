@@ -4,7 +4,8 @@ round (``perfsuite ab``, ``sweep.ab.measure_turns``).
 The worker opens the point's session, warms it up and answers ``ready``. Then, for each
 ``turn SECONDS`` line on stdin, it times calls until SECONDS have passed (at least one) and
 answers with their latencies; ``stop`` ends it with the session's settings. Between its
-turns it blocks on stdin, so the other side's turn has the machine to itself. Answers are
+turns it blocks on stdin, so the other side's turn has the machine to itself; the backend's
+``turn_options`` keep its framework threads from spinning on into that turn. Answers are
 one JSON object per line on stdout; whatever a framework prints goes to stderr.
 """
 
@@ -14,6 +15,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 
 
 def serve(point: dict, protocol: dict, say, lines) -> None:
@@ -29,6 +31,7 @@ def serve(point: dict, protocol: dict, say, lines) -> None:
     latency = point["mode"] == "latency"
     with threadpool_limits(point["threads"]):
         model, variant, cfg, backend, inputs = open_point(point, cpus)
+        cfg = replace(cfg, options={**backend.turn_options, **cfg.options})
         with backend.prepare(variant.path, cfg) as session:
             if latency:
                 call = slowed(session.callable(inputs))

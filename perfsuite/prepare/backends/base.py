@@ -101,6 +101,8 @@ class Backend(ABC):
     precisions: tuple[str, ...] = ("fp32",)  # see perfsuite.prepare.quantize.PRECISIONS
     no_path: dict[str, str] = {}  # precision -> why this framework cannot run it
     distributions: tuple[str, ...] = ()  # versions recorded as software.<dist> (default: dist.)
+    # options for a session that waits between short turns beside another (perfsuite ab)
+    turn_options: dict = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
