@@ -11,7 +11,8 @@ rounds cannot be judged (``unstable``).
 Sequential rounds (``looks``): a fixed number of rounds is either too few for a change
 near the threshold or wasted on a clear one. The rounds are taken in groups, with a look
 after each; a point stops as soon as it is decided (``regressed``/``improved``, or its
-interval lies inside +/- threshold: ``unchanged``), and the others go on to the next look.
+interval lies inside +/- threshold: ``unchanged``), and the others go on to the next look;
+one still undecided at the last look is ``unstable``.
 Each look k tests at alpha_k, the increment of the Pocock-type spending function
 alpha * ln(1 + (e - 1) t) (Lan & DeMets 1983) at the information fraction t = rounds /
 max rounds. The alpha_k sum to alpha and are spent by Bonferroni across looks (Holm across
@@ -151,6 +152,11 @@ def judge_ratios(
             else:
                 v.p = min(ps, pf)
                 inside = -v.threshold < v.ci[0] and v.ci[1] < v.threshold
-                if not final and not inside:
+                if not inside and not final:
                     v.verdict = "pending"
+                elif not inside:  # neither shown nor ruled out: never "unchanged"
+                    v.verdict = "unstable"
+                    v.reason = (f"undecided after {v.rounds} rounds: the 95% interval "
+                                f"reaches past +/-{v.threshold:.0%}; more rounds "
+                                f"(--max-rounds) or quieter rounds can decide it")  # fmt: skip
     return [out[k] for k in sorted(out)]
