@@ -32,6 +32,13 @@ def model_file(model: str, precision: str, framework: str) -> str:
     return str(quantize.prepare(models.get(model), prec, framework).path)
 
 
+def batch_of_one(model: str) -> np.ndarray:
+    from perfsuite.prepare import models
+
+    shape = (1, *models.get(model).input_shape)
+    return np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+
+
 def session(framework: str, path: str, precision: str, threads: int, turns: bool = False):
     if framework == "onnxruntime":
         import onnxruntime as ort
@@ -76,7 +83,7 @@ def measure(args) -> dict:
         args.precision,
         args.threads,
     )
-    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    x = batch_of_one(args.model)
     end = time.perf_counter() + args.warmup
     while time.perf_counter() < end:
         call(x)
@@ -100,7 +107,7 @@ def serve(args) -> None:
         args.threads,
         turns=True,
     )
-    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    x = batch_of_one(args.model)
     end = time.perf_counter() + args.warmup
     while time.perf_counter() < end:
         call(x)
@@ -149,8 +156,9 @@ def _turn_round(point: dict, r: int, turns: int, turn_s: float) -> float:
     cmds = {
         "suite": [sys.executable, "-m", "perfsuite.execute.turns", json.dumps(point),
                   json.dumps(protocol)],
-        "harness": [sys.executable, __file__, "--serve", "--framework", point["framework"],
-                    "--precision", point["precision"], "--threads", str(point["threads"])],
+        "harness": [sys.executable, __file__, "--serve", "--model", point["model"],
+                    "--framework", point["framework"], "--precision", point["precision"],
+                    "--threads", str(point["threads"])],
     }  # fmt: skip
     order = ["suite", "harness"] if r % 2 == 0 else ["harness", "suite"]
     workers: dict[str, _Worker] = {}
@@ -197,7 +205,7 @@ def _points(run_dir: Path):
 
 def _harness(point: dict, seconds: float) -> float:
     """items/s of ``point`` measured by this script in a fresh process."""
-    cmd = [sys.executable, __file__, "--framework", point["framework"]]
+    cmd = [sys.executable, __file__, "--model", point["model"], "--framework", point["framework"]]
     cmd += ["--precision", point["precision"], "--threads", str(point["threads"])]
     cmd += ["--seconds", str(seconds)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
