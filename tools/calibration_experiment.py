@@ -6,8 +6,10 @@ raw throughputs against the CV after dividing by each probe.
     python tools/calibration_experiment.py
 
 Zen 4 VM, 2026-12-03: int8_static raw CV 7.25%, /FMA 5.43%, /triad 16.46%
-(corr(ips, FMA) 0.74); fp32 raw 2.29%, /FMA 7.45%, /triad 21.76% (corr -0.13). The probe
-helps one point and hurts the other, so the gate does not normalise."""
+(corr(ips, FMA) 0.74); fp32 raw 2.29%, /FMA 7.45%, /triad 21.76% (corr -0.13).
+Zen 3 VM, 2026-12-03: int8_static raw 5.94%, /FMA 5.94%, /triad 9.82% (corr 0.08); fp32
+raw 4.54%, /FMA 5.18%, /triad 15.23% (corr -0.30). The probe helps one point once and
+hurts or leaves the others, so the gate does not normalise."""
 
 import json
 import subprocess
