@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -173,6 +174,7 @@ def test_spark_point_measures_the_dataset_and_matches_single_process(spark_exec,
 
 @pytest.mark.spark
 @needs_spark
+@pytest.mark.skipif(shutil.which("numactl") is None, reason="numactl is not installed")
 def test_spark_point_bound_to_a_node_runs_its_workers_there(spark_exec):
     point = _point("partition", slots=1, node=0)
     rec = _checked(spark_exec.run(point, PROTOCOL), point)
@@ -185,6 +187,16 @@ def test_spark_point_bound_to_a_node_runs_its_workers_there(spark_exec):
     plain = _point("partition", slots=1)
     rec = _checked(spark_exec.run(plain, PROTOCOL), plain)
     assert rec["settings"]["spark.pyspark.python"] == spark_exec._python
+
+
+@pytest.mark.spark
+@needs_spark
+def test_spark_point_bound_without_numactl_is_one_line_error(spark_exec, monkeypatch):
+    import perfsuite.execute.spark_numa as spark_numa
+
+    monkeypatch.setattr(spark_numa.shutil, "which", lambda name: None)  # hide numactl
+    with pytest.raises(WorkerError, match=r"needs numactl \(apt install numactl\)"):
+        spark_exec.run(_point("partition", slots=1, node=0), PROTOCOL)
 
 
 @pytest.mark.spark
