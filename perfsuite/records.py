@@ -12,7 +12,8 @@ through (it compares false), and one NaN sample made ``perfsuite compare`` call 
 Format history (``upgrade`` turns any older file into the current one):
 - ``perfsuite.result/1`` (2026-11): one point's record; ``point.extra`` always ``{}``.
 - ``perfsuite.result/2`` (2026-12-03): ``point.extra`` dropped; the point's ``id`` must agree
-  with its fields (the gate used to re-split ids on "-"); samples finite and > 0.
+  with its fields (the gate used to re-split ids on "-"); samples finite and > 0. Additive
+  since: ``calibration`` (2026-12-04), the machine-speed probes before and after each window.
 - ``perfsuite.baseline/1`` (2026-11): per-id entries of thinned samples, stats and run medians.
 - ``perfsuite.baseline/2`` (2026-12-03): as /1 with /2 points and finite samples and runs.
 - ``perfsuite.run/1``: a run directory's summary.json (profile, fingerprint, point statuses).
@@ -132,6 +133,7 @@ class Result(_Record):
     accuracy: dict | None = None
     settings: dict = {}
     interference: dict | None = None  # perfsuite.execute.interference, per session window
+    calibration: dict | None = None  # additive in result/2: machine speed around each window
 
     @model_validator(mode="after")
     def _consistent(self):

@@ -140,6 +140,10 @@ def test_sweep_runs_records_and_reports(sweep, tmp_path):
     assert rec["isolation"] == "worker" and rec["binding"]["cpus_allowed"] != ""
     assert rec["binding"]["mempolicy"] == "bind" and rec["binding"]["mempolicy_nodes"] == "0"
     assert len(rec["samples_s"]) == rec["stats"]["n"] >= 20
+    (speed,) = rec["calibration"]["sessions"]  # the machine's speed around the one window
+    for probe in (speed["before"], speed["after"]):
+        assert probe["fma_gflops"] > 0 and probe["triad_gbs"] > 0
+    assert "machine speed (calibration probes, 1 thread): FMA" in text
     int8 = json.loads(next(p for p in records if "int8" in p.name).read_text())
     assert int8["accuracy"]["passed"] and int8["accuracy"]["metric"] == "centred_sqnr_db"
     # the run report exists without a baseline, says there was none, and carries its plots
@@ -181,6 +185,7 @@ def test_sessions_are_pooled_and_become_baseline_runs(sweep, tmp_path):
         rec = json.loads(path.read_text())
         medians = rec["session_medians_s"]
         assert len(medians) == 3 and len(rec["protocol"]["sessions"]) == 3
+        assert len(rec["calibration"]["sessions"]) == 3
         assert rec["stats"]["n"] == len(rec["samples_s"]) >= 3 * 20
         assert rec["stats"]["between_session_cv"] == pytest.approx(
             float(np.std(medians, ddof=1) / np.mean(medians))

@@ -110,14 +110,17 @@ CONTAMINATED_RETRIES = 2
 def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, count: bool):
     """Open one framework session, warm it up, measure its window (perf stat, when asked and
     ``count``, on the window only), with interference accounting: a contaminated window is
-    measured again (``CONTAMINATED_RETRIES``). Returns (samples, info, settings, counters,
-    prepare_s, interference of each window tried)."""
+    measured again (``CONTAMINATED_RETRIES``); the machine's speed is probed before the
+    warm-up and after the window (``perfsuite.execute.calibration``). Returns (samples, info,
+    settings, counters, prepare_s, interference of each window tried, speed)."""
+    from perfsuite.execute import calibration
     from perfsuite.execute.interference import Sampler
 
     t0 = time.perf_counter()
     windows, c = [], None
     with backend.prepare(variant.path, cfg) as session:
         prepare_s = time.perf_counter() - t0
+        before = calibration.probe(point["threads"])
         if point["mode"] == "latency":
             call = slowed(session.callable(inputs))
             warm = warm_up(call, p)
@@ -137,7 +140,8 @@ def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, co
             windows.append(sampler.result.as_dict())
             if not sampler.result.contaminated:
                 break
-        return samples, info, dict(session.settings), c, prepare_s, windows
+        speed = {"before": before.as_dict(), "after": calibration.probe(point["threads"]).as_dict()}
+        return samples, info, dict(session.settings), c, prepare_s, windows, speed
 
 
 def open_point(point: dict, cpus):
@@ -170,11 +174,13 @@ def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: flo
         model, variant, cfg, backend, inputs = open_point(point, cpus)
         setup_s = time.perf_counter() - t_setup  # binding, model, variant; + session opens
         samples, windows, medians, counted, settings, tried = [], [], [], None, {}, []
+        speeds = []
         for i in range(p.sessions):
-            got, info, settings, c, prepare_s, attempts = _measure_session(
+            got, info, settings, c, prepare_s, attempts, speed = _measure_session(
                 backend, variant, cfg, inputs, point, p, count=i == 0
             )
             tried.append(attempts)
+            speeds.append(speed)
             setup_s += prepare_s
             counted = counted or c  # perf stat covers the first session's window
             samples += got
@@ -198,6 +204,7 @@ def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: flo
             "sessions": [a[-1] for a in tried],
             "discarded": [w for a in tried for w in a[:-1]],
         },
+        "calibration": {"sessions": speeds},
         "counters": counted.result.as_dict() if counted and counted.result else None,
         "samples_s": samples,
         "session_medians_s": medians,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfsuite.files import atomic_write_text
-from perfsuite.sweep.report import sweep_table
+from perfsuite.sweep.report import speed_lines, sweep_table
 
 
 @dataclass
@@ -168,6 +168,10 @@ def html_page(
             for r in dirty
         )
         diag += f"<h2>Contaminated measurements</h2><ul id='contaminated'>{items}</ul>"
+    speed = speed_lines(records)
+    if speed:
+        items = "".join(f"<li>{esc(line)}</li>" for line in speed)
+        diag += f"<h2>Machine speed</h2><ul id='speed'>{items}</ul>"
     if icount:
         counts = esc("\n".join(icount))
         diag += f"<h2>Instruction counts (valgrind)</h2><pre id='icount'>{counts}</pre>"
