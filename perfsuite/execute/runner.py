@@ -120,7 +120,7 @@ def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, co
     windows, c = [], None
     with backend.prepare(variant.path, cfg) as session:
         prepare_s = time.perf_counter() - t0
-        before = calibration.probe(point["threads"])
+        before = calibration.probe()
         if point["mode"] == "latency":
             call = slowed(session.callable(inputs))
             warm = warm_up(call, p)
@@ -140,7 +140,7 @@ def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, co
             windows.append(sampler.result.as_dict())
             if not sampler.result.contaminated:
                 break
-        speed = {"before": before.as_dict(), "after": calibration.probe(point["threads"]).as_dict()}
+        speed = {"before": before.as_dict(), "after": calibration.probe().as_dict()}
         return samples, info, dict(session.settings), c, prepare_s, windows, speed
 
 

@@ -216,14 +216,11 @@ def sweep_table(
 
 
 def speed_lines(records: list[dict]) -> list[str]:
-    """The calibration probes over the run (range of the FMA and triad rates at 1 thread),
-    then each point whose machine speed moved across its window by more than the limit."""
-    from perfsuite.execute.calibration import MOVED, moved
-
+    """The range of the calibration probes (1 thread, before and after each window) over the
+    run: how much the machine's speed moved while it was measured."""
     probes = [
         x
         for r in records
-        if r["point"]["threads"] == 1
         for s in (r.get("calibration") or {}).get("sessions", [])
         for x in (s["before"], s["after"])
     ]
@@ -231,16 +228,7 @@ def speed_lines(records: list[dict]) -> list[str]:
         return []
     fma = [x["fma_gflops"] for x in probes]
     bw = [x["triad_gbs"] for x in probes]
-    out = [
+    return [
         f"machine speed (calibration probes, 1 thread): FMA {min(fma):.1f}-{max(fma):.1f} "
         f"GFLOP/s, triad {min(bw):.1f}-{max(bw):.1f} GB/s over {len(probes)} probes"
     ]
-    for r in records:
-        m = moved(r.get("calibration"))
-        if m:
-            name = "FMA" if m["probe"] == "fma_gflops" else "triad"
-            out.append(
-                f"~ {r['id']}: the {name} probe read {m['ratio']:.2f}x after the window what it "
-                f"read before (limit +/-{MOVED:.0%}): the machine's speed moved while it ran"
-            )
-    return out
