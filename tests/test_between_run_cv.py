@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from tools_by_path import TOOLS, load_tool
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "between_run_cv.py"
+TOOL = TOOLS / "between_run_cv.py"
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("between_run_cv", TOOL)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("between_run_cv")
 
 
 def _run(folder: Path, pid: str, latency_s: float, fma: float) -> Path:

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from tools_by_path import TOOLS, load_tool
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "reference_harness.py"
+TOOL = TOOLS / "reference_harness.py"
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("reference_harness", TOOL)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("reference_harness")
 
 
 POINT = {
