@@ -27,7 +27,7 @@ OUTCOME = pytest.StashKey["object"]()
 
 
 def pytest_addoption(parser):
-    from perfsuite.execute.executors import EXECUTORS
+    from perfsuite.execute.executors import DEFAULT, EXECUTORS
 
     g = parser.getgroup("perfsuite", "perfsuite inference sweep")
     g.addoption(
@@ -126,10 +126,10 @@ def pytest_addoption(parser):
     g.addoption(
         "--perf-executor",
         choices=tuple(EXECUTORS),
-        default="auto",
+        default=DEFAULT,
         help="how points run: a fresh worker process each (worker), in the pytest process "
         "(in-process, for debugging; cannot bind), or worker for NUMA-bound points only "
-        "(default: auto)",
+        f"(auto) (default: {DEFAULT})",
     )
     g.addoption(
         "--perf-timeout",
@@ -302,7 +302,7 @@ class _LazySession:
     """Reads the topology and fingerprint only when a sweep test is collected."""
 
     def __init__(
-        self, profile, out_dir, counters=False, executor="auto", baselines=None, spark_master=None
+        self, profile, out_dir, counters=False, executor=None, baselines=None, spark_master=None
     ):
         self.profile = profile
         self.spark_master = spark_master

@@ -475,3 +475,40 @@ def test_a_re_measure_is_judged_at_the_points_own_threshold():
 
         _confirm(Session(), Comparison([v], True, {}, [], {}, None), base, FAST)
         assert v.confirmed is confirmed, (scale, v.reason)
+
+
+def test_under_a_machine_wide_shift_a_point_that_followed_it_is_the_control():
+    """In a shifted run no point is 'unchanged'; the re-measure's control is then a point that
+    only followed the shift, and when the control moves too on re-measure the verdict is
+    'unstable', not a confirmed regression."""
+    from perfsuite.gate.statistics import FOLLOWED_SHIFT, Comparison, PointVerdict
+    from perfsuite.sweep.finish import _confirm
+    from perfsuite.sweep.plan import Point
+
+    pts = [Point("resnet50", "openvino", prec, 1, None, 1, "latency")
+           for prec in ("int8_static_rr", "int8_static", "fp32")]  # fmt: skip
+    ids = [p.id for p in pts]
+    base = ResultSet(_fp(), {i: stream(0.01) for i in ids}, {}, "b", {})
+    for control_scale, verdict in ((1.0, "regressed"), (1.2, "unstable")):
+        verdicts = [
+            PointVerdict(ids[0], "regressed", change=0.1, shift=-0.1),
+            PointVerdict(ids[1], "unstable", change=-0.09, shift=-0.1,
+                         reason=f"{FOLLOWED_SHIFT} of -10.0% (1-thread points)"),
+            PointVerdict(ids[2], "unstable", change=-0.1, shift=-0.1,
+                         reason="spread too high to judge"),
+        ]  # fmt: skip
+        ran = []
+
+        class Session:
+            def points(self):
+                return pts
+
+            def run(self, p, keep, scale=control_scale, ran=ran):
+                ran.append(p.id)
+                f = 1.2 * 0.9 if p.id == ids[0] else scale * 0.9  # the host is 10% faster
+                return {"status": "ok", "samples_s": stream(0.01, f)}
+
+        _confirm(Session(), Comparison(verdicts, True, {}, [], {}, -0.1), base, FAST)
+        assert ran == [ids[0], ids[1]]  # not the spread-too-high point
+        assert verdicts[0].verdict == verdict, verdicts[0].reason
+        assert verdicts[0].confirmed is (True if verdict == "regressed" else None)

@@ -164,56 +164,80 @@ def open_point(point: dict, cpus):
 
 def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: float) -> dict:
     """Measure ``protocol["sessions"]`` fresh framework sessions one after another and pool
-    their samples. A new session re-draws memory layout and thread start-up: sub-ms ORT calls
-    move by up to 1.8x from one session to the next on a shared VM, so the per-session medians
-    (kept in the record) show run-to-run spread that one session's samples cannot."""
+    their samples (``pool_sessions``). A new session re-draws memory layout and thread
+    start-up: sub-ms ORT calls move by up to 1.8x from one session to the next on a shared VM,
+    so the per-session medians (kept in the record) show spread that one session cannot. What
+    a process draws once (see ``executors.FreshWorker``) they do not show."""
     from threadpoolctl import threadpool_limits
 
     p = Protocol(**protocol)
+    parts = []
     with threadpool_limits(point["threads"]):
         model, variant, cfg, backend, inputs = open_point(point, cpus)
         setup_s = time.perf_counter() - t_setup  # binding, model, variant; + session opens
-        samples, windows, medians, counted, settings, tried = [], [], [], None, {}, []
-        speeds = []
+        about = model_info(model, variant)
         for i in range(p.sessions):
             got, info, settings, c, prepare_s, attempts, speed = _measure_session(
                 backend, variant, cfg, inputs, point, p, count=i == 0
             )
-            tried.append(attempts)
-            speeds.append(speed)
-            setup_s += prepare_s
-            counted = counted or c  # perf stat covers the first session's window
-            samples += got
-            windows.append(info)
-            medians.append(float(np.median(got)))
-    info = dict(windows[0]) if p.sessions == 1 else {"sessions": windows}
+            parts.append(
+                {
+                    "interference": {
+                        # the kept window is the last attempt
+                        "contaminated": attempts[-1]["contaminated"],
+                        "retries": len(attempts) - 1,
+                        "sessions": [attempts[-1]],
+                        "discarded": attempts[:-1],
+                    },
+                    "calibration": {"sessions": [speed]},
+                    "counters": c.result.as_dict() if c and c.result else None,
+                    "samples_s": got,
+                    "session_medians_s": [float(np.median(got))],
+                    "protocol": info,
+                    "settings": settings,
+                    "binding": binding,
+                    "setup_s": (setup_s if i == 0 else 0.0) + prepare_s,
+                    "model": about,
+                }
+            )
+    return pool_sessions(point, parts)
+
+
+def pool_sessions(point: dict, parts: list[dict]) -> dict:
+    """One record from one-session records (``measure_point``'s sessions, or one worker per
+    session): samples pooled, statistics from the pooled samples, the CV of the session
+    medians, per-session interference and calibration kept; perf stat covers the first
+    session's window."""
+    samples = [x for part in parts for x in part["samples_s"]]
+    medians = [m for part in parts for m in part["session_medians_s"]]
+    windows = [part["protocol"] for part in parts]
+    info = dict(windows[0]) if len(parts) == 1 else {"sessions": windows}
     if point["mode"] == "latency":
         stats = summarize(samples, items_per_call=point["batch"])
     else:
         window = sum(w["window_s"] for w in windows)
         info.update(window_s=window, items=sum(w["items"] for w in windows))
         stats = summarize(samples, items_per_call=point["batch"], window_s=window)
-    if p.sessions > 1:
-        m = np.asarray(medians)
-        stats["between_session_cv"] = cv(m)
+    if len(medians) > 1:
+        stats["between_session_cv"] = cv(np.asarray(medians))
+    seen = [part["interference"] for part in parts]
     return {
         "interference": {
-            # the kept window of each session is its last attempt
-            "contaminated": any(a[-1]["contaminated"] for a in tried),
-            "retries": sum(len(a) - 1 for a in tried),
-            "sessions": [a[-1] for a in tried],
-            "discarded": [w for a in tried for w in a[:-1]],
+            "contaminated": any(i["contaminated"] for i in seen),
+            "retries": sum(i["retries"] for i in seen),
+            "sessions": [w for i in seen for w in i["sessions"]],
+            "discarded": [w for i in seen for w in i["discarded"]],
         },
-        "calibration": {"sessions": speeds},
-        "counters": counted.result.as_dict() if counted and counted.result else None,
+        "calibration": {"sessions": [s for part in parts for s in part["calibration"]["sessions"]]},
+        "counters": parts[0]["counters"],
         "samples_s": samples,
         "session_medians_s": medians,
         "stats": stats,
         "protocol": info,
-        "settings": settings,
-        "binding": binding,
-        "setup_s": setup_s,
-        "model": model_info(model, variant),
+        "settings": parts[-1]["settings"],
+        "binding": parts[0]["binding"],
+        "setup_s": sum(part["setup_s"] for part in parts),
+        "model": parts[0]["model"],
     }
 
 

@@ -48,6 +48,10 @@ VERDICTS = (
 )
 
 
+# The reason of a point that only followed its group's machine-wide shift (verdict unstable):
+# it is no suspect, so a re-measure may use it as the control (sweep.finish).
+FOLLOWED_SHIFT = "moved with a machine-wide shift"
+
 SINGLE_RUN_HINT = (
     "baseline has one run: its run-to-run spread is unknown (add runs with --perf-add-baseline-run)"
 )
@@ -297,10 +301,7 @@ def compare_samples(
             v.verdict = "improved"
         elif shift is not None:
             v.verdict = "unstable"
-            v.reason = (
-                f"moved with a machine-wide shift of {shift - 1:+.1%}{where}; re-run on a quiet "
-                "machine"
-            )
+            v.reason = f"{FOLLOWED_SHIFT} of {shift - 1:+.1%}{where}; re-run on a quiet machine"
         elif p < cfg.alpha:
             v.add_reason(
                 f"significant but below the {t:.0%} threshold or inside the baseline runs' range"

@@ -13,7 +13,13 @@ import numpy as np
 
 from perfsuite.gate.engine import evaluate, from_baseline, from_records
 from perfsuite.gate.report import terminal, write_all
-from perfsuite.gate.statistics import Comparison, GateConfig, compare_samples, point_threshold
+from perfsuite.gate.statistics import (
+    FOLLOWED_SHIFT,
+    Comparison,
+    GateConfig,
+    compare_samples,
+    point_threshold,
+)
 from perfsuite.store import baseline as store
 from perfsuite.sweep import run_report
 
@@ -47,10 +53,17 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
     if not regressed:
         return
     points = {p.id: p for p in session.points()}
-    unchanged = [v for v in comparison.verdicts if v.verdict == "unchanged" and v.id in points]
+    # Under a machine-wide shift no point is 'unchanged': those that only followed the shift
+    # are no suspects either, and without them a shifted run (most runs on a shared VM) would
+    # confirm regressions with no control at all.
+    settled = [
+        v
+        for v in comparison.verdicts
+        if v.id in points and (v.verdict == "unchanged" or v.reason.startswith(FOLLOWED_SHIFT))
+    ]
 
     def control_for(pid: str):
-        """The unchanged point most like ``pid``: same framework and threads first, then same
+        """The settled point most like ``pid``: same framework and threads first, then same
         threads, then the least moved. Host noise is not uniform: in one real A/A run against
         an older baseline, OpenVINO 1-thread points read 7-16% slower while onnxruntime's read
         2-25% faster, and a control from the other framework could not show the noise."""
@@ -58,9 +71,10 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
 
         def unlike(v):
             p = points[v.id]
-            return (p.framework != me.framework, p.threads != me.threads, abs(v.change or 0))
+            moved = (1 + (v.change or 0.0)) / (1 + (v.shift or 0.0)) - 1  # beyond its shift
+            return (p.framework != me.framework, p.threads != me.threads, abs(moved))
 
-        return min(unchanged, key=unlike) if unchanged else None
+        return min(settled, key=unlike) if settled else None
 
     def judged(verdict, record):
         """A re-measure against the baseline, after its group's machine-wide shift: during a

@@ -32,18 +32,18 @@ class PerfSession:
         out_dir: Path,
         topo,
         fingerprint: dict,
-        executor: str = "auto",
+        executor: str | None = None,  # None: executors.DEFAULT
         baselines: Path | None = None,
         spark_master: str | None = None,
     ):
-        from perfsuite.execute.executors import get_executor
+        from perfsuite.execute.executors import DEFAULT, get_executor
         from perfsuite.store.files import open_store
 
         self.profile = profile
         self.store = open_store(out_dir, baselines or Path("baselines"))
         self.run_handle = self.store.new_run(profile.name)
         self.executor = get_executor(
-            executor,
+            executor or DEFAULT,
             timeout=profile.timeout,
             spark_master=spark_master,
             spark_items=profile.spark_items,

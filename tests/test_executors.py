@@ -1,0 +1,71 @@
+"""Executors: the default runs every session of a point in a fresh process of its own, and the
+pooled record is the same shape as one measured in-process."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from perfsuite.execute import executors
+from perfsuite.execute.isolation import WorkerResult
+
+pytest.importorskip("onnxruntime")
+
+POINT = {"model": "small_cnn", "framework": "onnxruntime", "precision": "fp32", "threads": 1,
+         "numa_node": None, "batch": 1, "mode": "latency"}  # fmt: skip
+PROTOCOL = {"min_time": 0.05, "min_samples": 10, "warmup_time": 0.02, "warmup_calls": 3,
+            "counters": False, "sessions": 3}  # fmt: skip
+
+
+def _pid_and_record(point, protocol):
+    from perfsuite.execute.runner import run_point
+
+    return os.getpid(), run_point(point, protocol)
+
+
+def test_the_default_is_a_fresh_worker():
+    assert executors.DEFAULT == "worker"
+
+
+def test_each_session_runs_in_a_process_of_its_own(monkeypatch):
+    calls, pids = [], []
+    real = executors.run_isolated
+
+    def spy(fn, point, protocol, timeout):
+        calls.append(protocol)
+        res = real(_pid_and_record, point, protocol, timeout=timeout)
+        pid, record = res.value
+        pids.append(pid)
+        return WorkerResult(record, res.seconds, res.teardown_hung)
+
+    monkeypatch.setattr(executors, "run_isolated", spy)
+    rec = executors.FreshWorker(timeout=120).run(POINT, {**PROTOCOL, "counters": True})
+    assert [c["sessions"] for c in calls] == [1, 1, 1]
+    assert [c["counters"] for c in calls] == [True, False, False]  # perf stat: first window
+    assert rec["isolation"] == "worker" and len(rec["session_medians_s"]) == 3
+    assert len(set(pids)) == 3 and os.getpid() not in pids
+    assert len(rec["interference"]["sessions"]) == len(rec["calibration"]["sessions"]) == 3
+
+
+def test_a_pooled_record_matches_one_measured_in_process():
+    """Same keys, statistics from all the samples, the CV of the session medians."""
+    from perfsuite.dispersion import cv
+
+    here = executors.InProcess().run(POINT, PROTOCOL)
+    there = executors.FreshWorker(timeout=120).run(POINT, PROTOCOL)
+    assert set(here) == set(there)
+    assert set(here["stats"]) == set(there["stats"])
+    assert there["stats"]["n"] == len(there["samples_s"])
+    assert there["stats"]["latency_p50_ms"] == pytest.approx(
+        float(np.median(there["samples_s"])) * 1e3
+    )
+    assert there["stats"]["between_session_cv"] == pytest.approx(cv(there["session_medians_s"]))
+    assert len(there["protocol"]["sessions"]) == 3
+
+
+def test_a_session_that_crashes_is_an_error_for_the_point(monkeypatch):
+    monkeypatch.setenv("PERFSUITE_FAULT", "crash")
+    with pytest.raises(executors.WorkerError, match="SIGSEGV"):
+        executors.FreshWorker(timeout=120).run(POINT, PROTOCOL)
