@@ -211,6 +211,7 @@ def pytest_configure(config):
     name = config.getoption("perf_profile") or (
         "default" if config.getoption("benchmark_only", False) else "smoke"
     )
+    _check_rootdir(config)
     try:
         profiles = load_profiles(
             config.rootpath / "pyproject.toml", config.getoption("perf_config")
@@ -230,6 +231,55 @@ def pytest_configure(config):
         config.getoption("perf_spark_master"),
     )
     config.stash[GATE] = _gate_config(config)
+
+
+# Options whose value is a path: "--perf-out DIR" in two words can steal pytest's rootdir.
+PATH_OPTIONS = ("--perf-out", "--perf-baseline", "--perf-config")
+
+
+def _check_rootdir(config) -> None:
+    """pytest finds its rootdir and ini file before it knows plugin options, so the value of
+    ``--perf-out DIR`` (two words), when DIR exists, counts as a test path. Outside the project
+    the rootdir becomes a common ancestor, and the project's [tool.pytest.ini_options] and
+    [tool.perfsuite] (profiles, gate thresholds) would silently not be read: refuse, and say
+    how to write it."""
+    if config.inipath is not None:
+        return
+    here = config.invocation_params.dir
+    args = [str(a) for a in config.invocation_params.args]
+    for opt, value in zip(args, args[1:], strict=False):
+        if opt in PATH_OPTIONS and (here / value).exists():
+            ini = _project_ini(here)
+            if ini is not None:
+                raise pytest.UsageError(
+                    f"perfsuite: pytest took {value} (the value of {opt}) for a test path and "
+                    f"{config.rootpath} for its rootdir, so {ini} would not be read; write "
+                    f"{opt}={value}"
+                )
+
+
+def _project_ini(start: Path) -> Path | None:
+    """The pytest configuration file pytest would find from ``start`` (its own order)."""
+    import tomllib
+
+    for d in (start, *start.parents):
+        for name, holds in (
+            ("pytest.ini", lambda t: True),
+            (".pytest.ini", lambda t: True),
+            (
+                "pyproject.toml",
+                lambda t: "ini_options" in tomllib.loads(t).get("tool", {}).get("pytest", {}),
+            ),
+            ("tox.ini", lambda t: "[pytest]" in t),
+            ("setup.cfg", lambda t: "[tool:pytest]" in t),
+        ):
+            f = d / name
+            try:
+                if f.is_file() and holds(f.read_text()):
+                    return f
+            except (OSError, ValueError):
+                continue
+    return None
 
 
 def _check_environment() -> None:

@@ -33,7 +33,7 @@ def test_each_session_runs_in_a_process_of_its_own(monkeypatch):
     calls, pids = [], []
     real = executors.run_isolated
 
-    def spy(fn, point, protocol, timeout):
+    def spy(fn, extensions, point, protocol, timeout):
         calls.append(protocol)
         res = real(_pid_and_record, point, protocol, timeout=timeout)
         pid, record = res.value

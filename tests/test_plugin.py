@@ -221,14 +221,17 @@ def test_benchmark_disable_still_runs_points(sweep):
 def test_worker_crash_is_an_error_for_that_point_only(sweep, monkeypatch):
     monkeypatch.setenv("PERFSUITE_FAULT", "crash")
     r = sweep.runpytest(*FAST)
-    r.assert_outcomes(passed=2, failed=2)  # the two node0 points ran in (crashing) workers
-    assert "SIGSEGV" in r.stdout.str()
+    r.assert_outcomes(failed=4)  # by default every point runs in (crashing) workers...
+    assert r.stdout.str().count("killed by signal SIGSEGV") >= 4  # ...and the sweep goes on
+    r = sweep.runpytest(*FAST, "--perf-executor", "auto")
+    r.assert_outcomes(passed=2, failed=2)  # only the two node0 points ran in workers
 
 
 def test_worker_hang_is_killed_at_the_deadline(sweep, monkeypatch):
     monkeypatch.setenv("PERFSUITE_FAULT", "hang")
-    r = sweep.runpytest(*FAST, "--perf-timeout", "3", "--perf-precisions", "fp32")
-    r.assert_outcomes(passed=1, failed=1)
+    args = [*FAST, "--perf-timeout", "3", "--perf-precisions", "fp32", "--perf-executor", "auto"]
+    r = sweep.runpytest(*args)
+    r.assert_outcomes(passed=1, failed=1)  # the unbound point ran in-process
     assert "no answer within 3 s" in r.stdout.str()
 
 
@@ -414,7 +417,7 @@ def registry():
 
 def test_a_framework_is_one_module(sweep, registry, tmp_path):
     """A backend defined in a conftest (no edit anywhere else) is planned with its precisions,
-    skipped with its own reason where it has no path, and measured."""
+    skipped with its own reason where it has no path, and measured, in a fresh worker too."""
     sweep.makeconftest(TOY_BACKEND)
     args = ["--perf-frameworks", "toyfw", "--perf-numa-nodes", "none", "--perf-threads", "1"]
     r = sweep.runpytest(*args, "--perf-precisions", "fp32,int8_static", "--perf-plan")
@@ -429,6 +432,7 @@ def test_a_framework_is_one_module(sweep, registry, tmp_path):
     record = json.loads(record_file.read_text())
     assert record["status"] == "ok" and record["settings"] == {"threads": 1, "toy": True}
     assert record["stats"]["n"] > 0
+    assert record["isolation"] == "worker"  # the worker imported the conftest that defines it
 
 
 def test_runs_are_recorded_in_the_history_store(sweep, registry, tmp_path):
@@ -604,3 +608,19 @@ def test_instruction_counts_are_saved_in_the_baseline_and_gated(sweep, monkeypat
     assert "baseline NOT saved" in r.stdout.str() and "instruction counts differ" in r.stdout.str()
     r = sweep.runpytest(*args[:-1])  # without --perf-icount: wall-clock only, no count lines
     assert r.ret == 0 and "instruction counts" not in r.stdout.str()
+
+
+def test_a_path_option_in_two_words_cannot_take_the_rootdir(sweep, tmp_path_factory):
+    """pytest finds its rootdir before it knows --perf-out: '--perf-out DIR' with DIR outside
+    the project would make a common ancestor the rootdir and drop the project's ini (and its
+    [tool.perfsuite] gate settings) without a word. It is a usage error that says how to
+    write it; '--perf-out=DIR' works."""
+    sweep.makepyprojecttoml('[tool.pytest.ini_options]\naddopts = "-ra"\n')
+    outside = tmp_path_factory.mktemp("results-elsewhere")
+    r = sweep.runpytest("--perf-plan", "--perf-out", str(outside))
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    err = r.stderr.str()
+    assert f"write --perf-out={outside}" in err and "pyproject.toml would not be read" in err
+    assert "Traceback" not in err
+    r = sweep.runpytest("--perf-plan", f"--perf-out={outside}")
+    assert r.ret == 0, r.stderr.str()

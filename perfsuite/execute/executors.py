@@ -21,7 +21,12 @@ from __future__ import annotations
 from typing import Protocol
 
 from perfsuite.execute.isolation import WorkerError, run_isolated
-from perfsuite.execute.runner import pool_sessions, run_point
+from perfsuite.execute.runner import (
+    extension_modules,
+    pool_sessions,
+    run_point,
+    run_point_in_worker,
+)
 
 
 class Executor(Protocol):
@@ -61,9 +66,10 @@ class FreshWorker:
 
     def run(self, point: dict, protocol: dict) -> dict:
         one = {**protocol, "sessions": 1}
+        extensions = extension_modules()
         done = [
-            run_isolated(run_point, point, one if i == 0 else {**one, "counters": False},
-                         timeout=self.timeout)
+            run_isolated(run_point_in_worker, extensions, point,
+                         one if i == 0 else {**one, "counters": False}, timeout=self.timeout)
             for i in range(protocol.get("sessions", 1))
         ]  # fmt: skip
         hung = any(res.teardown_hung for res in done)

@@ -81,6 +81,53 @@ def _inject_fault() -> None:
         raise RuntimeError("injected failure")
 
 
+def extension_modules() -> list[tuple[str, str | None]]:
+    """Modules outside perfsuite that registered a backend or a precision in this process (a
+    conftest, a plugin), with their files: a spawned worker must import them first, or it
+    would not know the point's framework or precision."""
+    import sys
+
+    from perfsuite.prepare import quantize
+    from perfsuite.prepare.backends import BACKENDS
+
+    defined = [type(b) for b in BACKENDS.values()]
+    defined += [q.build for q in quantize.QUANTIZERS.values() if q.build is not None]
+    out: dict[str, str | None] = {}
+    for obj in defined:
+        name = obj.__module__
+        if name.split(".")[0] != "perfsuite":
+            out[name] = getattr(sys.modules.get(name), "__file__", None)
+    return sorted(out.items())
+
+
+def load_extensions(modules: list[tuple[str, str | None]]) -> None:
+    """Import ``extension_modules()`` of the parent: by name, or from the parent's file when
+    the name finds another one (every conftest is called 'conftest')."""
+    import importlib
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    for name, file in modules:
+        try:
+            mod = importlib.import_module(name)
+            same = file is None or Path(getattr(mod, "__file__", "")) == Path(file)
+        except ImportError:
+            if file is None:
+                raise
+            same = False
+        if not same:
+            spec = importlib.util.spec_from_file_location(name, file)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[name] = mod
+            spec.loader.exec_module(mod)
+
+
+def run_point_in_worker(extensions: list[tuple[str, str | None]], point: dict, protocol: dict):
+    load_extensions(extensions)
+    return run_point(point, protocol)
+
+
 def run_point(point: dict, protocol: dict) -> dict:
     t_setup = time.perf_counter()
     binding, cpus = place(point["numa_node"])
