@@ -127,9 +127,9 @@ def pytest_addoption(parser):
         "--perf-executor",
         choices=tuple(EXECUTORS),
         default=DEFAULT,
-        help="how points run: a fresh worker process each (worker), in the pytest process "
-        "(in-process, for debugging; cannot bind), or worker for NUMA-bound points only "
-        f"(auto) (default: {DEFAULT})",
+        help="how points run: a fresh process for each session of every point (worker), in "
+        "the pytest process (in-process, for debugging; cannot bind), or worker for "
+        f"NUMA-bound points only (auto) (default: {DEFAULT})",
     )
     g.addoption(
         "--perf-timeout",

@@ -90,8 +90,8 @@ class Auto:
 
 EXECUTORS: dict[str, type] = {e.name: e for e in (Auto, InProcess, FreshWorker)}
 
-# A fresh worker per point: in-process, a point reads whatever state the points before it left
-# in the process. Measured: see README, "Isolation".
+# A fresh worker per session: in-process a point reads whatever the points before it left, and
+# sessions in one process share what that process drew. Measured: README, "Isolation".
 DEFAULT = FreshWorker.name
 
 
