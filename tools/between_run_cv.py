@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -54,8 +53,10 @@ def figures(rec: dict) -> dict:
 
 
 def thread_group(pid: str) -> str:
-    t = re.search(r"-t(\d+)-", pid)
-    return f"t{t.group(1)}" if t else "other"
+    """The gate's thread-count group of ``pid``, as a label."""
+    from perfsuite.gate.statistics import thread_group as group
+
+    return f"t{group(pid)}" if group(pid) else "other"
 
 
 def add_per_run(runs: list[dict[str, dict]]) -> None:

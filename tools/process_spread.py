@@ -32,10 +32,10 @@ print(json.dumps(run_point(point, protocol)["session_medians_s"]))
 
 def spread(medians: list[list[float]]) -> tuple[float, float]:
     """(mean CV of the sessions within a process, CV of the process means)."""
+    from perfsuite.dispersion import cv
+
     m = np.asarray(medians, float)  # processes x sessions
-    within = float(np.mean(np.std(m, axis=1, ddof=1) / np.mean(m, axis=1)))
-    means = m.mean(axis=1)
-    return within, float(np.std(means, ddof=1) / np.mean(means))
+    return float(np.mean([cv(row) for row in m])), cv(m.mean(axis=1))
 
 
 def main(argv=None) -> int:
