@@ -512,3 +512,30 @@ def test_under_a_machine_wide_shift_a_point_that_followed_it_is_the_control():
         assert ran == [ids[0], ids[1]]  # not the spread-too-high point
         assert verdicts[0].verdict == verdict, verdicts[0].reason
         assert verdicts[0].confirmed is (True if verdict == "regressed" else None)
+
+
+def test_a_shift_explains_changes_away_but_never_makes_one():
+    """The real A/A of 2026-12-05: the host ran every group ~10% faster than on the baseline's
+    days, one point only ~1% faster. Divided by the shift it read +10% and was confirmed as a
+    regression in 10 of 19 runs; judged where the shift explains nothing, it is unstable
+    (it did not follow the shift), and a point slower than its baseline even unshifted is
+    still a regression."""
+    from perfsuite.gate.statistics import FOLLOWED_SHIFT, LAGGED_SHIFT, excusing_factor
+
+    ids = [f"m-fw-p{i}-t1-unbound-b1" for i in range(9)]
+    base = {pid: stream(0.01) for pid in ids}
+    cur = {pid: stream(0.01, 0.90) for pid in ids}
+    lagged, slower = ids[0], ids[1]
+    cur[lagged] = stream(0.01, 0.99)
+    cur[slower] = stream(0.01, 1.12)
+    verdicts = {v.id: v for v in compare_samples(base, cur, FAST)}
+    assert verdicts[lagged].verdict == "unstable"
+    assert verdicts[lagged].reason.startswith(LAGGED_SHIFT), verdicts[lagged].reason
+    assert "% beyond it" in verdicts[lagged].reason and "% unshifted" in verdicts[lagged].reason
+    assert verdicts[slower].verdict == "regressed"
+    assert "slower than the baseline even unshifted" in verdicts[slower].reason
+    assert all(verdicts[p].reason.startswith(FOLLOWED_SHIFT) for p in ids[2:])
+    # the factor: the shift when it brings the ratio nearer 1, in either direction
+    assert excusing_factor(1.25, 1.10) == 1.10 and excusing_factor(1.02, 1.10) == 1.0
+    assert excusing_factor(0.99, 0.90) == 1.0 and excusing_factor(0.80, 0.90) == 0.90
+    assert excusing_factor(1.30, None) == 1.0

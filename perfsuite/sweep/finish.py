@@ -18,6 +18,7 @@ from perfsuite.gate.statistics import (
     Comparison,
     GateConfig,
     compare_samples,
+    excusing_factor,
     point_threshold,
 )
 from perfsuite.store import baseline as store
@@ -77,12 +78,16 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
         return min(settled, key=unlike) if settled else None
 
     def judged(verdict, record):
-        """A re-measure against the baseline, after its group's machine-wide shift: during a
-        noisy stretch the re-measure is as shifted as the first reading."""
-        samples = np.asarray(record["samples_s"]) / (1 + (verdict.shift or 0.0))
+        """A re-measure against the baseline, after its group's machine-wide shift when that
+        explains it away (as for the first reading): during a noisy stretch the re-measure is
+        as shifted as the first reading."""
         pid = verdict.id
+        samples = np.asarray(record["samples_s"], float)
+        shift = None if verdict.shift is None else 1 + verdict.shift
+        factor = excusing_factor(float(np.median(samples) / np.median(base.samples[pid])), shift)
         runs = {pid: (base.runs or {}).get(pid, [])}
-        return compare_samples({pid: base.samples[pid]}, {pid: samples}, cfg, None, runs)[0]
+        out = compare_samples({pid: base.samples[pid]}, {pid: samples / factor}, cfg, None, runs)
+        return out[0], factor != 1.0
 
     for v in regressed:
         if v.id not in points:
@@ -93,12 +98,12 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
         if control is not None:
             ctrl = session.run(points[control.id], keep=False)
             if ctrl["status"] == "ok":
-                ctrl_moved = judged(control, ctrl).verdict in ("regressed", "improved")
+                ctrl_moved = judged(control, ctrl)[0].verdict in ("regressed", "improved")
         if again["status"] != "ok":
             v.confirmed = False
             v.reason = f"re-measure failed: {again['error']}"
             continue
-        re = judged(v, again)
+        re, excused = judged(v, again)
         if ctrl_moved:
             v.verdict, v.confirmed = "unstable", None
             v.reason = f"control point {control.id} moved too on re-measure: machine noise"
@@ -114,7 +119,7 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
                 and re.change >= point_threshold(cfg, v.id, (base.runs or {}).get(v.id, []))
             )
             if re.change is not None:
-                beyond = " beyond the shift" if v.shift is not None else ""
+                beyond = " beyond the shift" if excused else ""
                 v.add_reason(f"re-measured {re.change:+.1%}{beyond}", first=True)
 
 
