@@ -201,7 +201,7 @@ def cmd_qualify(args) -> int:
                 file=sys.stderr,
             )
             return 1
-        when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+        when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
         new_ref = qualify.make_reference(fp, runs, when=when)
         atomic_write_text(Path(args.save_reference), json.dumps(new_ref, indent=1) + "\n")
         print(f"reference saved: {args.save_reference} ({new_ref['source']})")

@@ -259,7 +259,7 @@ def cmd_fleet(args) -> int:
             return 1
         import datetime
 
-        when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+        when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
         ref = make_reference(good[0]["fingerprint"], [g["measurements"] for g in good], when=when)
         ref["source"] += f"; fleet median over {len(good)} passing hosts"
         atomic_write_text(args.save_reference, json.dumps(ref, indent=1) + "\n")

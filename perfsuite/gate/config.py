@@ -6,9 +6,8 @@ command line's --threshold/--alpha. Same inputs, same verdicts, whichever face r
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
-
 import tomllib
+from pathlib import Path
 
 from perfsuite.gate.statistics import GateConfig
 

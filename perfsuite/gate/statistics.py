@@ -18,11 +18,12 @@ frequency change), not 40 separate regressions. Points are then judged after div
 shift: those that only followed it are ``unstable`` (re-run), those that moved beyond it are
 still judged on the residual. A shift only ever explains a change away (``excusing_factor``):
 a point is judged unshifted when that is nearer its baseline, so under a faster machine a point
-that gained less than the others is ``unstable``, not ``regressed``. The shift is taken per group of points that run as many threads
-(ids ``...-t<N>-...``, at least 3 points; else the whole sweep), because a neighbour takes
-more from points that need every core: in a real A/A run on the 2-core Zen 4 VM, against a
-baseline from quieter hours, all nine 2-thread points read slower (median +8.9%, up to +32%)
-while the 1-thread ones moved +2-9%, and one 2-thread point at +12.2% failed the gate as a
+that gained less than the others is ``unstable``, not ``regressed``.
+The shift is taken per group of points that run as many threads (ids ``...-t<N>-...``, at
+least 3 points; else the whole sweep), because a neighbour takes more from points that need
+every core: in a real A/A run on the 2-core Zen 4 VM, against a baseline from quieter hours,
+all nine 2-thread points read slower (median +8.9%, up to +32%) while the 1-thread ones moved
++2-9%, and one 2-thread point at +12.2% failed the gate as a
 confirmed regression under the old sweep-wide, 10% rule.
 """
 

@@ -7,12 +7,12 @@ fails). A reference for the class is the median over the hosts that pass."""
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 RULES = Path(__file__).with_name("fleet_rules.toml")

@@ -44,7 +44,7 @@ def default_url() -> str:
 
 def _utc(value: dt.datetime) -> dt.datetime:
     # SQLite hands back naive datetimes; everything stored is UTC.
-    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
 def _key(*parts) -> str:
@@ -161,7 +161,7 @@ class HistoryStore:
             raise StoreError(str(exc)) from None
         verdicts = _gate_verdicts(run_dir)
         stamps = [r["timestamp"] for r in recs]
-        started = dt.datetime.fromtimestamp(min(stamps), dt.timezone.utc)
+        started = dt.datetime.fromtimestamp(min(stamps), dt.UTC)
         key = _key("run", fp["fields"], recs)
         run = {
             "run_key": key,
@@ -220,7 +220,7 @@ class HistoryStore:
         when = (
             _utc(dt.datetime.fromisoformat(saved))
             if saved
-            else dt.datetime.fromtimestamp(Path(path).stat().st_mtime, dt.timezone.utc)
+            else dt.datetime.fromtimestamp(Path(path).stat().st_mtime, dt.UTC)
         )
         with self.engine.begin() as conn:
             if conn.scalar(
@@ -330,7 +330,7 @@ class HistoryStore:
                     run_id=run_id,
                     accepted=accepted,
                     text=text,
-                    created_at=dt.datetime.now(dt.timezone.utc),
+                    created_at=dt.datetime.now(dt.UTC),
                 )
             ).inserted_primary_key[0]
 
@@ -354,7 +354,7 @@ class HistoryStore:
     def save_change_points(self, examined: list[tuple[int, str, str]], found: list[dict]) -> None:
         """Replace the stored change points of every examined series (benchmark id,
         hardware class, metric) with ``found``."""
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         cp = t.change_points.c
         with self.engine.begin() as conn:
             for b, hw, metric in set(examined):

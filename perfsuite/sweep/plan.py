@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import importlib.resources
 import math
+import tomllib
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-
-import tomllib
 
 from perfsuite.host.topology import Topology
 from perfsuite.records import SPARK_PATTERNS, point_id
