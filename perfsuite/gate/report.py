@@ -51,7 +51,8 @@ def header_lines(c: Comparison, base_src: str, cur_src: str) -> list[str]:
         lines.append(
             f"machine-wide shift ({by_group}; sweep median {c.machine_shift * 100:+.1f}%): "
             "noisy neighbour, clock or thermal change? Points that only followed it are "
-            "'unstable', not regressions; a change that slows every point alike needs "
+            "'unstable', not regressions, and so are those that did not follow it but stayed "
+            "near their baseline; a change that slows every point alike needs "
             "`perfsuite ab` to tell it from the host"
         )
     for note in c.tolerance_notes:
