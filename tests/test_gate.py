@@ -535,7 +535,20 @@ def test_a_shift_explains_changes_away_but_never_makes_one():
     assert verdicts[slower].verdict == "regressed"
     assert "slower than the baseline even unshifted" in verdicts[slower].reason
     assert all(verdicts[p].reason.startswith(FOLLOWED_SHIFT) for p in ids[2:])
-    # the factor: the shift when it brings the ratio nearer 1, in either direction
-    assert excusing_factor(1.25, 1.10) == 1.10 and excusing_factor(1.02, 1.10) == 1.0
-    assert excusing_factor(0.99, 0.90) == 1.0 and excusing_factor(0.80, 0.90) == 0.90
+    # the factor: the shift when it brings the ratio nearer 1 without crossing it, in either
+    # direction; the ratio itself (judged unmoved) when the point lies between 1 and the shift
+    assert excusing_factor(1.25, 1.10) == 1.10 and excusing_factor(0.80, 0.90) == 0.90
+    assert excusing_factor(1.02, 1.10) == 1.02 and excusing_factor(0.94, 0.90) == 0.94
+    assert excusing_factor(1.12, 0.90) == 1.0 and excusing_factor(0.85, 1.10) == 1.0
     assert excusing_factor(1.30, None) == 1.0
+
+
+def test_a_point_between_its_baseline_and_the_shift_is_not_judged_beyond_it():
+    """6% faster under a 10% speed-up: divided by the whole shift it would read 4% slower."""
+    ids = [f"m-fw-p{i}-t1-unbound-b1" for i in range(9)]
+    base = {pid: stream(0.005) for pid in ids}
+    cur = {pid: stream(0.005, 0.90) for pid in ids}
+    cur[ids[0]] = stream(0.005, 0.94)
+    strict = GateConfig(bootstrap_resamples=400, threshold=0.03)
+    v = {v.id: v for v in compare_samples(base, cur, strict)}[ids[0]]
+    assert v.verdict == "unstable" and v.reason.startswith("moved with"), v.reason

@@ -198,7 +198,8 @@ def point_threshold(cfg: GateConfig, point_id: str, runs) -> float:
 
 def excusing_factor(ratio: float, shift: float | None) -> float:
     """The machine factor a point's current/baseline ratio is judged after: its group's shift
-    (a ratio) when dividing by it brings the point nearer its baseline, else 1.
+    (a ratio) when dividing by it brings the point nearer its baseline without crossing it,
+    the ratio itself when the point lies between its baseline and the shift, else 1.
 
     Points do not follow a host's speed evenly (compute-bound and memory-bound kernels gain
     differently from a faster host), so dividing by a speed-up would manufacture regressions
@@ -209,7 +210,16 @@ def excusing_factor(ratio: float, shift: float | None) -> float:
     Re-gated offline with this rule, none of the nineteen runs confirms one."""
     if shift is None or ratio <= 0:
         return 1.0
+    if (ratio - 1) * (ratio / shift - 1) <= 0:
+        # between its baseline and the shift: part of the shift explains all of it; dividing
+        # by the whole shift would turn a point 6% faster under a 10% speed-up into a "4% slower"
+        return ratio
     return shift if abs(math.log(ratio / shift)) < abs(math.log(ratio)) else 1.0
+
+
+def lagged_shift(ratio: float, shift: float | None) -> bool:
+    """Whether a point stayed nearer its baseline than its group's shift (it did not follow)."""
+    return shift is not None and abs(math.log(ratio)) < abs(math.log(ratio / shift))
 
 
 def thread_group(point_id: str) -> str:
@@ -289,7 +299,8 @@ def compare_samples(
         where = f" ({thread_group(pid)}-thread points)" if thread_group(pid) else ""
         b = np.asarray(baseline[pid], float)
         c_raw = np.asarray(current[pid], float)
-        excused = factors[pid] != 1.0
+        excused = factors[pid] == shift  # judged beyond the shift
+        lagged = lagged_shift(ratios[pid], shift)
         c = c_raw / factors[pid]
         v = PointVerdict(
             pid,
@@ -324,7 +335,7 @@ def compare_samples(
             v.verdict = "regressed"
         elif p < cfg.alpha and hi < 1 and lo <= 1 - t and outside_lo:
             v.verdict = "improved"
-        elif shift is not None and excused:
+        elif shift is not None and not lagged:
             v.verdict = "unstable"
             v.reason = f"{FOLLOWED_SHIFT} of {shift - 1:+.1%}{where}; re-run on a quiet machine"
         elif shift is not None:

@@ -87,7 +87,7 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
         factor = excusing_factor(float(np.median(samples) / np.median(base.samples[pid])), shift)
         runs = {pid: (base.runs or {}).get(pid, [])}
         out = compare_samples({pid: base.samples[pid]}, {pid: samples / factor}, cfg, None, runs)
-        return out[0], factor != 1.0
+        return out[0], shift is not None and factor == shift
 
     for v in regressed:
         if v.id not in points:
