@@ -13,18 +13,18 @@ Per point (latency samples, lower is better):
   ``cv_limit``), or when the point moved with a machine-wide shift (below).
 
 Machine-wide shift: when most points moved the same way by more than ``burst_threshold``
-(median ratio), the whole machine was slower or faster (a noisy neighbour, thermal or
-frequency change), not 40 separate regressions. Points are then judged after dividing by the
-shift: those that only followed it are ``unstable`` (re-run), those that moved beyond it are
-still judged on the residual. A shift only ever explains a change away (``excusing_factor``):
-a point is judged unshifted when that is nearer its baseline, so under a faster machine a point
-that gained less than the others is ``unstable``, not ``regressed``.
-The shift is taken per group of points that run as many threads (ids ``...-t<N>-...``, at
-least 3 points; else the whole sweep), because a neighbour takes more from points that need
-every core: in a real A/A run on the 2-core Zen 4 VM, against a baseline from quieter hours,
-all nine 2-thread points read slower (median +8.9%, up to +32%) while the 1-thread ones moved
-+2-9%, and one 2-thread point at +12.2% failed the gate as a
-confirmed regression under the old sweep-wide, 10% rule.
+(median ratio), the whole machine was slower or faster (a noisy neighbour, thermal or frequency
+change), not 40 separate regressions. Points are then judged after dividing by the shift: those
+that only followed it are ``unstable`` (re-run), those that moved beyond it are still judged on
+the residual. A shift only ever explains a change away (``excusing_factor``): a point is
+divided by it only when that brings it nearer its baseline without crossing it, so under a
+faster machine a point that gained less than the others is ``unstable``, not ``regressed``. The
+shift is taken per group of points that run as many threads (ids ``...-t<N>-...``, at least 3
+points; else the whole sweep), because a neighbour takes more from points that need every core:
+in a real A/A run on the 2-core Zen 4 VM, against a baseline from quieter hours, all nine
+2-thread points read slower (median +8.9%, up to +32%) while the 1-thread ones moved +2-9%, and
+one 2-thread point at +12.2% failed the gate as a confirmed regression under the old
+sweep-wide, 10% rule.
 """
 
 from __future__ import annotations
@@ -205,9 +205,9 @@ def regression_runs(runs, at_least: float = 0.05) -> np.ndarray:
     With five or more runs, the slowest is set aside when it lies more than 3 robust standard
     deviations (1.4826 MAD) of the others above their median and at least ``at_least`` (the
     point's practical threshold) above the next slowest: five runs within 1% make a tiny MAD,
-    and a run 2% slower is no hiccup. One such run made a point blind:
-    on Zen 4, OpenVINO fp32 t2 had runs of 40.2-43.3 ms and one of 73.9, so its threshold
-    (3x the between-run CV) was 87% and a slowdown had to pass 73.9 ms. Only the slow side:
+    and a run 2% slower is no hiccup. One such run made a point blind: on Zen 4, OpenVINO
+    fp32 t2 had runs of 40.1-43.3 ms and one of 73.9, so its threshold (3x the between-run
+    CV) was 87% and a slowdown had to pass 73.9 ms. Only the slow side:
     interference only adds time, so a fast run shows how fast the point can be and stays in the
     improvement side's range; the re-measure still stands between a first reading and a failed
     gate."""
