@@ -222,6 +222,12 @@ def regression_runs(runs, at_least: float = 0.05) -> np.ndarray:
     return rest if spread > 0 and runs[i] > med + 3 * spread and alone else runs
 
 
+def slowdown_threshold(cfg: GateConfig, point_id: str, runs) -> float:
+    """``point_threshold`` over the runs a slowdown is judged against (``regression_runs``):
+    the first reading and its re-measure both use it."""
+    return point_threshold(cfg, point_id, regression_runs(runs, cfg.threshold_for(point_id)))
+
+
 def excusing_factor(ratio: float, shift: float | None) -> float:
     """The machine factor a point's current/baseline ratio is judged after: its group's shift
     (a ratio) when dividing by it brings the point nearer its baseline without crossing it,
@@ -345,7 +351,7 @@ def compare_samples(
         v.ci = (lo - 1, hi - 1)
         runs = np.asarray(baseline_runs.get(pid, []), float)
         slow_side = regression_runs(runs, cfg.threshold_for(pid))
-        t_slow, t_fast = point_threshold(cfg, pid, slow_side), point_threshold(cfg, pid, runs)
+        t_slow, t_fast = slowdown_threshold(cfg, pid, runs), point_threshold(cfg, pid, runs)
         cur_med = float(np.median(c))
         outside_hi = outside_lo = True
         if runs.size >= 2:

@@ -19,8 +19,7 @@ from perfsuite.gate.statistics import (
     GateConfig,
     compare_samples,
     excusing_factor,
-    point_threshold,
-    regression_runs,
+    slowdown_threshold,
 )
 from perfsuite.store import baseline as store
 from perfsuite.sweep import run_report
@@ -117,12 +116,7 @@ def _confirm(session, comparison: Comparison, base, cfg) -> None:
             v.confirmed = bool(
                 re.verdict == "regressed"
                 and re.change is not None
-                and re.change
-                >= point_threshold(
-                    cfg,
-                    v.id,
-                    regression_runs((base.runs or {}).get(v.id, []), cfg.threshold_for(v.id)),
-                )
+                and re.change >= slowdown_threshold(cfg, v.id, (base.runs or {}).get(v.id, []))
             )
             if re.change is not None:
                 beyond = " beyond the shift" if excused else ""
