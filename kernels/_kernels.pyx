@@ -7,23 +7,19 @@ by its index; every kernel calls through that row, so there is no per-ISA branch
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t
 
 cdef extern from "cpu_features.h" nogil:
+    ctypedef struct ps_cpu_flag:
+        const char *name
+        unsigned int bit
+        int os_state
+        int recorded
+    int ps_cpu_flag_count()
+    const ps_cpu_flag *ps_cpu_flag_at(int i)
     unsigned int ps_cpu_features()
     void ps_hypervisor_vendor(char *out)
-    enum:
-        PS_FEAT_SSE42
-        PS_FEAT_AVX
-        PS_FEAT_AVX2
-        PS_FEAT_FMA
-        PS_FEAT_F16C
-        PS_FEAT_AVX512F
-        PS_FEAT_AVX512VNNI
-        PS_FEAT_AVX512BF16
-        PS_FEAT_AVXVNNI
-        PS_FEAT_OS_AVX
-        PS_FEAT_OS_AVX512
-        PS_FEAT_AVX512BW
-        PS_FEAT_AVX512VL
-        PS_FEAT_AVX512DQ
+
+ctypedef fused int8_or_uint8:
+    uint8_t
+    int8_t
 
 ctypedef int (*gemm_f32_fn)(Py_ssize_t, Py_ssize_t, Py_ssize_t, const float *, const float *,
                             float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, int) noexcept nogil
@@ -39,8 +35,7 @@ cdef extern from "dispatch.h" nogil:
         int mr, nr, kstep
     ctypedef struct ps_kernel_table:
         const char *name
-        const char *requires
-        int (*can_run)(unsigned int features) noexcept nogil
+        unsigned int needs
         float (*dot_f32)(const float *, const float *, Py_ssize_t) noexcept nogil
         void (*matmul_seed)(const float *, const float *, float *, Py_ssize_t, Py_ssize_t,
                             Py_ssize_t) noexcept nogil
@@ -67,6 +62,8 @@ cdef extern from "dispatch.h" nogil:
         double (*peak)(int64_t, int) noexcept nogil
     int ps_kernel_rows()
     const ps_kernel_table *ps_kernel_row(int code)
+    int ps_kernel_row_runs(const ps_kernel_table *t, unsigned int features)
+    const char *ps_kernel_row_lacks(const ps_kernel_table *t)
 
 cdef extern from "probes.h" nogil:
     double false_sharing_run(int threads, Py_ssize_t stride, int64_t iters)
@@ -79,11 +76,44 @@ cdef extern from "omp.h" nogil:
 omp_set_dynamic(0)
 
 
-
 cdef inline const ps_kernel_table *_row(int isa) except NULL:
     if isa < 0 or isa >= ps_kernel_rows():
         raise ValueError(f"no dispatch-table row {isa}")
     return ps_kernel_row(isa)
+
+
+def _check_rows():
+    cdef const char *lacks
+    for code in range(ps_kernel_rows()):
+        lacks = ps_kernel_row_lacks(ps_kernel_row(code))
+        if lacks != NULL:
+            raise ImportError(f"dispatch.h: row {ps_kernel_row(code).name.decode()!r} "
+                              f"sets no {lacks.decode()}")
+
+
+_check_rows()
+
+
+def cpu_flags():
+    """The list of CPU flags in cpu_features.h (PS_CPU_FLAGS, then the OS register states of
+    PS_OS_STATES) as (name, os_state, recorded) tuples; names are /proc/cpuinfo's spellings,
+    recorded marks the isa.<name> fields of the host fingerprint."""
+    cdef const ps_cpu_flag *flag
+    out = []
+    for i in range(ps_cpu_flag_count()):
+        flag = ps_cpu_flag_at(i)
+        out.append((flag.name.decode(), bool(flag.os_state), bool(flag.recorded)))
+    return tuple(out)
+
+
+def _flag_names(unsigned int bits, bint os_state):
+    cdef const ps_cpu_flag *flag
+    out = []
+    for i in range(ps_cpu_flag_count()):
+        flag = ps_cpu_flag_at(i)
+        if bits & flag.bit and flag.os_state == os_state:
+            out.append(flag.name.decode())
+    return out
 
 
 def _tile(ps_tile t):
@@ -91,8 +121,9 @@ def _tile(ps_tile t):
 
 
 def variants():
-    """Rows of the dispatch table in order (best last): name, the CPU flags it needs, whether
-    this CPU/OS runs it, the register tile of each GEMM and the INT8/BF16 semantics."""
+    """Rows of the dispatch table in order (best last): name, the CPU flags it needs
+    (/proc/cpuinfo spellings) and the OS register state, whether this CPU/OS runs it, the
+    register tile of each GEMM and the INT8/BF16 semantics."""
     cdef unsigned int f = ps_cpu_features()
     cdef const ps_kernel_table *t
     out = []
@@ -101,8 +132,9 @@ def variants():
         out.append({
             "name": t.name.decode(),
             "code": code,
-            "requires": t.requires.decode().split(),
-            "runnable": bool(t.can_run(f)),
+            "requires": _flag_names(t.needs, False),
+            "os_state": _flag_names(t.needs, True),
+            "runnable": bool(ps_kernel_row_runs(t, f)),
             "tiles": {"f32": _tile(t.tile_f32), "u8s8": _tile(t.tile_u8s8),
                       "bf16": _tile(t.tile_bf16)},
             "u8s8_saturates": bool(t.u8s8_saturates),
@@ -112,24 +144,15 @@ def variants():
 
 
 def cpu_features():
-    """CPU features as seen by cpuid + xgetbv (what the kernels can use)."""
+    """Each flag and OS register state of cpu_flags(), as seen by cpuid + xgetbv (what the
+    kernels can use)."""
     cdef unsigned int f = ps_cpu_features()
-    return {
-        "sse4_2": bool(f & PS_FEAT_SSE42),
-        "avx": bool(f & PS_FEAT_AVX),
-        "avx2": bool(f & PS_FEAT_AVX2),
-        "fma": bool(f & PS_FEAT_FMA),
-        "f16c": bool(f & PS_FEAT_F16C),
-        "avx512f": bool(f & PS_FEAT_AVX512F),
-        "avx512_vnni": bool(f & PS_FEAT_AVX512VNNI),
-        "avx512_bf16": bool(f & PS_FEAT_AVX512BF16),
-        "avx_vnni": bool(f & PS_FEAT_AVXVNNI),
-        "os_avx": bool(f & PS_FEAT_OS_AVX),
-        "os_avx512": bool(f & PS_FEAT_OS_AVX512),
-        "avx512bw": bool(f & PS_FEAT_AVX512BW),
-        "avx512vl": bool(f & PS_FEAT_AVX512VL),
-        "avx512dq": bool(f & PS_FEAT_AVX512DQ),
-    }
+    cdef const ps_cpu_flag *flag
+    out = {}
+    for i in range(ps_cpu_flag_count()):
+        flag = ps_cpu_flag_at(i)
+        out[flag.name.decode()] = bool(f & flag.bit)
+    return out
 
 
 def hypervisor_vendor():
@@ -199,33 +222,24 @@ def f32_to_bf16_into(const float[::1] x, uint16_t[::1] y, int isa):
 
 
 def quantize_into(const float[::1] x, Py_ssize_t outer, Py_ssize_t channels, Py_ssize_t inner,
-                  const float[::1] scale, const int32_t[::1] zp, q, int isa):
+                  const float[::1] scale, const int32_t[::1] zp, int8_or_uint8[::1] q, int isa):
     cdef const ps_kernel_table *t = _row(isa)
-    cdef uint8_t[::1] qu
-    cdef int8_t[::1] qs
-    if q.dtype.kind == "u":
-        qu = q
-        with nogil:
-            t.quantize_u8(&x[0], outer, channels, inner, &scale[0], &zp[0], &qu[0])
-    else:
-        qs = q
-        with nogil:
-            t.quantize_s8(&x[0], outer, channels, inner, &scale[0], &zp[0], &qs[0])
+    with nogil:
+        if int8_or_uint8 is uint8_t:
+            t.quantize_u8(&x[0], outer, channels, inner, &scale[0], &zp[0], &q[0])
+        else:
+            t.quantize_s8(&x[0], outer, channels, inner, &scale[0], &zp[0], &q[0])
 
 
-def dequantize_into(q, Py_ssize_t outer, Py_ssize_t channels, Py_ssize_t inner,
-                    const float[::1] scale, const int32_t[::1] zp, float[::1] x, int isa):
+def dequantize_into(const int8_or_uint8[::1] q, Py_ssize_t outer, Py_ssize_t channels,
+                    Py_ssize_t inner, const float[::1] scale, const int32_t[::1] zp,
+                    float[::1] x, int isa):
     cdef const ps_kernel_table *t = _row(isa)
-    cdef const uint8_t[::1] qu
-    cdef const int8_t[::1] qs
-    if q.dtype.kind == "u":
-        qu = q
-        with nogil:
-            t.dequantize_u8(&qu[0], outer, channels, inner, &scale[0], &zp[0], &x[0])
-    else:
-        qs = q
-        with nogil:
-            t.dequantize_s8(&qs[0], outer, channels, inner, &scale[0], &zp[0], &x[0])
+    with nogil:
+        if int8_or_uint8 is uint8_t:
+            t.dequantize_u8(&q[0], outer, channels, inner, &scale[0], &zp[0], &x[0])
+        else:
+            t.dequantize_s8(&q[0], outer, channels, inner, &scale[0], &zp[0], &x[0])
 
 
 def triad(float[::1] a, const float[::1] b, const float[::1] c, float s, int threads, int isa):

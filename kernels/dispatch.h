@@ -1,8 +1,9 @@
 /* The dispatch table: one row of function pointers per ISA variant, best last. The Cython
  * layer calls through the row chosen once by the facade; it never branches on the ISA.
  *
- * Adding an ISA = one header with its kernels, one ps_can_run_* check in cpu_features.h and
- * one row here. A row reuses the kernels of the level below where it has nothing better. */
+ * Adding an ISA = one header with its kernels and one row here (its flags, if new, are one
+ * line of PS_CPU_FLAGS in cpu_features.h). Rows use designated initialisers, so each kernel
+ * is named where it is set. */
 #ifndef PERFSUITE_DISPATCH_H
 #define PERFSUITE_DISPATCH_H
 
@@ -117,10 +118,11 @@ typedef struct {
     int mr, nr, kstep;
 } ps_tile;
 
+/* One row per ISA variant. Every field is set in every row (a kernel left NULL is refused at
+ * import, see ps_kernel_row_lacks). */
 typedef struct {
     const char *name;
-    const char *requires; /* CPU flags as /proc/cpuinfo spells them, for skip messages */
-    int (*can_run)(uint32_t features);
+    uint32_t needs; /* PS_FEAT bits: CPU flags and OS register state (cpu_features.h) */
     float (*dot_f32)(const float *, const float *, ptrdiff_t);
     void (*matmul_seed)(const float *, const float *, float *, ptrdiff_t, ptrdiff_t, ptrdiff_t);
     ps_gemm_f32_fn gemm_f32;
@@ -144,34 +146,87 @@ typedef struct {
 #define PS_TILE_6x16(KSTEP) {PS_MR, PS_NR, KSTEP}
 #define PS_TILE_ZMM(KSTEP) {PS_ZMM_MR, PS_ZMM_NR, KSTEP}
 
-/* Kernels shared by every AVX-512 level: quantization and streams are bandwidth bound and
- * gain nothing from zmm on these parts, so they keep the AVX2 code. */
-#define PS_AVX512_COMMON                                                                       \
-    dot_f32_avx2, matmul_seed_avx2, gemm_f32_avx512, PS_TILE_ZMM(1)
+/* What each level needs; each AVX-512 level includes the one before it, as on every CPU that
+ * has them (Zen 4/5, Cooper Lake, SPR). The OS must save YMM for AVX2, ZMM and opmask for
+ * AVX-512. */
+#define PS_NEEDS_AVX2 (PS_FEAT(avx2) | PS_FEAT(fma) | PS_FEAT(os_avx))
+#define PS_NEEDS_AVX512                                                                        \
+    (PS_NEEDS_AVX2 | PS_FEAT(avx512f) | PS_FEAT(avx512bw) | PS_FEAT(avx512vl) |               \
+     PS_FEAT(avx512dq) | PS_FEAT(os_avx512))
+#define PS_NEEDS_AVX512_VNNI (PS_NEEDS_AVX512 | PS_FEAT(avx512_vnni))
+#define PS_NEEDS_AVX512_BF16 (PS_NEEDS_AVX512_VNNI | PS_FEAT(avx512_bf16))
 
-#define PS_AVX2_TAIL                                                                           \
-    quantize_u8_avx2, quantize_s8_avx2, dequantize_u8_avx2, dequantize_s8_avx2,               \
-        triad_f32_avx2, copy_f32_avx2
+/* Kernels shared by every AVX-512 level. dot and the seed kernel are the article's AVX2 code;
+ * quantization and streams are bandwidth bound and gain nothing from zmm on these parts. */
+#define PS_AVX512_F32                                                                          \
+    .dot_f32 = dot_f32_avx2, .matmul_seed = matmul_seed_avx2, .gemm_f32 = gemm_f32_avx512,      \
+    .tile_f32 = PS_TILE_ZMM(1)
+#define PS_AVX2_BANDWIDTH                                                                      \
+    .quantize_u8 = quantize_u8_avx2, .quantize_s8 = quantize_s8_avx2,                           \
+    .dequantize_u8 = dequantize_u8_avx2, .dequantize_s8 = dequantize_s8_avx2,                   \
+    .triad = triad_f32_avx2, .copy = copy_f32_avx2
+/* BF16 emulated in scalar fp32: every level below avx512_bf16. */
+#define PS_BF16_EMULATED                                                                       \
+    .gemm_bf16 = gemm_bf16_generic, .tile_bf16 = PS_TILE_6x16(2), .bf16_native = 0,            \
+    .f32_to_bf16 = f32_to_bf16_generic
 
+/* Best last. A row reuses the kernels of the level below where it has nothing better. */
 static const ps_kernel_table PS_KERNEL_TABLE[] = {
-    {"generic", "", ps_can_run_generic, dot_f32_generic, matmul_seed_generic, gemm_f32_generic,
-     PS_TILE_6x16(1), gemm_u8s8_generic, gemm_u8s8_exact_generic, PS_TILE_6x16(4), 1,
-     gemm_bf16_generic, PS_TILE_6x16(2), 0, f32_to_bf16_generic, quantize_u8_generic,
-     quantize_s8_generic, dequantize_u8_generic, dequantize_s8_generic, triad_f32_generic,
-     copy_f32_generic, madd_peak_generic},
-    {"avx2", "avx2 fma", ps_can_run_avx2, dot_f32_avx2, matmul_seed_avx2, gemm_f32_avx2,
-     PS_TILE_6x16(1), gemm_u8s8_avx2, gemm_u8s8_exact_avx2, PS_TILE_6x16(4), 1,
-     gemm_bf16_generic, PS_TILE_6x16(2), 0, f32_to_bf16_generic, PS_AVX2_TAIL, fma_peak_avx2},
-    {"avx512", "avx2 fma avx512f avx512bw avx512vl avx512dq", ps_can_run_avx512, PS_AVX512_COMMON,
-     gemm_u8s8_avx2, gemm_u8s8_exact_avx2, PS_TILE_6x16(4), 1, gemm_bf16_generic,
-     PS_TILE_6x16(2), 0, f32_to_bf16_generic, PS_AVX2_TAIL, fma_peak_avx512},
-    {"avx512_vnni", "avx2 fma avx512f avx512bw avx512vl avx512dq avx512_vnni", ps_can_run_avx512_vnni,
-     PS_AVX512_COMMON, gemm_u8s8_avx512_vnni, gemm_u8s8_avx512_vnni, PS_TILE_ZMM(4), 0,
-     gemm_bf16_generic, PS_TILE_6x16(2), 0, f32_to_bf16_generic, PS_AVX2_TAIL, fma_peak_avx512},
-    {"avx512_bf16", "avx2 fma avx512f avx512bw avx512vl avx512dq avx512_vnni avx512_bf16",
-     ps_can_run_avx512_bf16, PS_AVX512_COMMON, gemm_u8s8_avx512_vnni, gemm_u8s8_avx512_vnni,
-     PS_TILE_ZMM(4), 0, gemm_bf16_avx512_bf16, PS_TILE_ZMM(2), 1, f32_to_bf16_avx512_bf16,
-     PS_AVX2_TAIL, fma_peak_avx512},
+    {
+        .name = "generic",
+        .needs = 0,
+        .dot_f32 = dot_f32_generic, .matmul_seed = matmul_seed_generic,
+        .gemm_f32 = gemm_f32_generic, .tile_f32 = PS_TILE_6x16(1),
+        .gemm_u8s8 = gemm_u8s8_generic, .gemm_u8s8_exact = gemm_u8s8_exact_generic,
+        .tile_u8s8 = PS_TILE_6x16(4), .u8s8_saturates = 1,
+        PS_BF16_EMULATED,
+        .quantize_u8 = quantize_u8_generic, .quantize_s8 = quantize_s8_generic,
+        .dequantize_u8 = dequantize_u8_generic, .dequantize_s8 = dequantize_s8_generic,
+        .triad = triad_f32_generic, .copy = copy_f32_generic,
+        .peak = madd_peak_generic,
+    },
+    {
+        .name = "avx2",
+        .needs = PS_NEEDS_AVX2,
+        .dot_f32 = dot_f32_avx2, .matmul_seed = matmul_seed_avx2,
+        .gemm_f32 = gemm_f32_avx2, .tile_f32 = PS_TILE_6x16(1),
+        .gemm_u8s8 = gemm_u8s8_avx2, .gemm_u8s8_exact = gemm_u8s8_exact_avx2,
+        .tile_u8s8 = PS_TILE_6x16(4), .u8s8_saturates = 1,
+        PS_BF16_EMULATED,
+        PS_AVX2_BANDWIDTH,
+        .peak = fma_peak_avx2,
+    },
+    {
+        .name = "avx512",
+        .needs = PS_NEEDS_AVX512,
+        PS_AVX512_F32,
+        .gemm_u8s8 = gemm_u8s8_avx2, .gemm_u8s8_exact = gemm_u8s8_exact_avx2,
+        .tile_u8s8 = PS_TILE_6x16(4), .u8s8_saturates = 1,
+        PS_BF16_EMULATED,
+        PS_AVX2_BANDWIDTH,
+        .peak = fma_peak_avx512,
+    },
+    {
+        .name = "avx512_vnni",
+        .needs = PS_NEEDS_AVX512_VNNI,
+        PS_AVX512_F32,
+        .gemm_u8s8 = gemm_u8s8_avx512_vnni, .gemm_u8s8_exact = gemm_u8s8_avx512_vnni,
+        .tile_u8s8 = PS_TILE_ZMM(4), .u8s8_saturates = 0,
+        PS_BF16_EMULATED,
+        PS_AVX2_BANDWIDTH,
+        .peak = fma_peak_avx512,
+    },
+    {
+        .name = "avx512_bf16",
+        .needs = PS_NEEDS_AVX512_BF16,
+        PS_AVX512_F32,
+        .gemm_u8s8 = gemm_u8s8_avx512_vnni, .gemm_u8s8_exact = gemm_u8s8_avx512_vnni,
+        .tile_u8s8 = PS_TILE_ZMM(4), .u8s8_saturates = 0,
+        .gemm_bf16 = gemm_bf16_avx512_bf16, .tile_bf16 = PS_TILE_ZMM(2), .bf16_native = 1,
+        .f32_to_bf16 = f32_to_bf16_avx512_bf16,
+        PS_AVX2_BANDWIDTH,
+        .peak = fma_peak_avx512,
+    },
 };
 
 static inline int ps_kernel_rows(void) {
@@ -179,5 +234,23 @@ static inline int ps_kernel_rows(void) {
 }
 
 static inline const ps_kernel_table *ps_kernel_row(int code) { return &PS_KERNEL_TABLE[code]; }
+
+static inline int ps_kernel_row_runs(const ps_kernel_table *t, uint32_t features) {
+    return (features & t->needs) == t->needs;
+}
+
+/* The first kernel a row lacks, or NULL: designated initialisers leave a forgotten field
+ * zero, and the extension refuses to import with its name rather than crash on first call. */
+static inline const char *ps_kernel_row_lacks(const ps_kernel_table *t) {
+#define PS_LACKS(field)                                                                        \
+    if (!t->field) return #field;
+    PS_LACKS(dot_f32) PS_LACKS(matmul_seed) PS_LACKS(gemm_f32) PS_LACKS(gemm_u8s8)
+    PS_LACKS(gemm_u8s8_exact) PS_LACKS(gemm_bf16) PS_LACKS(f32_to_bf16) PS_LACKS(quantize_u8)
+    PS_LACKS(quantize_s8) PS_LACKS(dequantize_u8) PS_LACKS(dequantize_s8) PS_LACKS(triad)
+    PS_LACKS(copy) PS_LACKS(peak)
+#undef PS_LACKS
+    if (!t->tile_f32.mr || !t->tile_u8s8.mr || !t->tile_bf16.mr) return "tile";
+    return NULL;
+}
 
 #endif

@@ -35,13 +35,22 @@ import numpy as np
 from perfsuite import _kernels
 
 FORCE_ENV = "PERFSUITE_FORCE_ISA"
+
+# The CPU flags of kernels/cpu_features.h (PS_CPU_FLAGS), the one list: /proc/cpuinfo spellings.
+_FLAGS = _kernels.cpu_flags()
+CPU_FLAGS = tuple(name for name, os_state, _ in _FLAGS if not os_state)
+OS_STATES = tuple(name for name, os_state, _ in _FLAGS if os_state)  # XCR0: os_avx, os_avx512
+# The flags the host fingerprint records as must-match isa.<name> fields.
+FINGERPRINT_FLAGS = tuple(name for name, _, recorded in _FLAGS if recorded)
+
 _VARIANTS = {v["name"]: v for v in _kernels.variants()}
 KNOWN_ISAS = tuple(_VARIANTS)
 _CODES = {name: v["code"] for name, v in _VARIANTS.items()}
 
 
 def cpu_features() -> dict[str, bool]:
-    """What cpuid/xgetbv report (CPU support and OS-enabled register state)."""
+    """What cpuid/xgetbv report for each of CPU_FLAGS and OS_STATES (CPU support and
+    OS-enabled register state)."""
     return _kernels.cpu_features()
 
 
@@ -51,8 +60,8 @@ def runnable_isas() -> list[str]:
 
 
 def variant_info(name: str) -> dict:
-    """One dispatch-table row: required CPU flags, runnable here, GEMM register tiles
-    (mr, nr, kstep) per element type, INT8 saturation and native BF16."""
+    """One dispatch-table row: required CPU flags and OS register state, runnable here, GEMM
+    register tiles (mr, nr, kstep) per element type, INT8 saturation and native BF16."""
     if name not in _VARIANTS:
         raise ValueError(f"unknown isa {name!r}; choose one of {', '.join(KNOWN_ISAS)}")
     return dict(_VARIANTS[name])
@@ -62,11 +71,8 @@ def missing_flags(name: str) -> list[str]:
     """CPU flags variant ``name`` needs that this CPU (or OS register state) lacks; the
     reason a test of that variant skips."""
     have = cpu_features()
-    need = variant_info(name)["requires"]
-    missing = [f for f in need if not have.get(f, False)]
-    if not missing and not variant_info(name)["runnable"]:
-        missing = ["os_avx512" if name.startswith("avx512") else "os_avx"]  # OS state off
-    return missing
+    info = variant_info(name)
+    return [f for f in info["requires"] + info["os_state"] if not have[f]]
 
 
 @cache
@@ -189,7 +195,13 @@ class Blocking:
                 raise ValueError(f"Blocking.{name} = {v}: must be between 1 and {MAX_BLOCK}")
 
 
-_ELEM_BYTES = {"f32": 4, "u8s8": 1, "bf16": 2}
+# A, B and C element types of each GEMM op.
+_GEMM_DTYPES = {
+    "f32": (np.float32, np.float32, np.float32),
+    "u8s8": (np.uint8, np.int8, np.int32),
+    "bf16": (np.uint16, np.uint16, np.float32),
+}
+_ELEM_BYTES = {op: np.dtype(types[0]).itemsize for op, types in _GEMM_DTYPES.items()}
 
 
 def _cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, int]:
@@ -278,19 +290,27 @@ def matmul_seed(a, b, out=None, *, isa: str | None = None) -> np.ndarray:
     return out
 
 
+def _gemm_call(op: str, a, b, out, threads, isa, block) -> tuple:
+    """Validated arguments of a ``_kernels.gemm_*_into`` call: A, B, C, isa code, mc, kc, nc,
+    threads."""
+    ta, tb, tc = _GEMM_DTYPES[op]
+    a = _array("A", a, ta, 2)
+    b = _array("B", b, tb, 2)
+    threads = _threads(threads)
+    m, n, _ = _matmul_shapes(a, b)
+    out = _out(out, (m, n), tc, [("A", a), ("B", b)])
+    code = _isa_code(isa)
+    blk = _block(block, op, code)
+    return a, b, out, code, blk.mc_l2, blk.kc_l1, blk.nc_l3, threads
+
+
 def gemm_f32(
     a, b, out=None, threads: int = 1, *, isa: str | None = None, block: Blocking | None = None
 ) -> np.ndarray:
     """C := A @ B (float32, any M, N, K >= 1, any alignment), blocked and packed."""
-    a = _array("A", a, np.float32, 2)
-    b = _array("B", b, np.float32, 2)
-    threads = _threads(threads)
-    m, n, _ = _matmul_shapes(a, b)
-    out = _out(out, (m, n), np.float32, [("A", a), ("B", b)])
-    code = _isa_code(isa)
-    blk = _block(block, "f32", code)
-    _kernels.gemm_f32_into(a, b, out, code, blk.mc_l2, blk.kc_l1, blk.nc_l3, threads)
-    return out
+    call = _gemm_call("f32", a, b, out, threads, isa, block)
+    _kernels.gemm_f32_into(*call)
+    return call[2]
 
 
 def gemm_u8s8_s32(
@@ -304,16 +324,8 @@ def gemm_u8s8_s32(
     block: Blocking | None = None,
 ) -> np.ndarray:
     """C := A @ B with A uint8, B int8, C int32 (see the module docstring on saturation)."""
-    a = _array("A", a, np.uint8, 2)
-    b = _array("B", b, np.int8, 2)
-    threads = _threads(threads)
-    m, n, _ = _matmul_shapes(a, b)
-    out = _out(out, (m, n), np.int32, [("A", a), ("B", b)])
-    code = _isa_code(isa)
-    blk = _block(block, "u8s8", code)
-    _kernels.gemm_u8s8_s32_into(
-        a, b, out, code, bool(exact), blk.mc_l2, blk.kc_l1, blk.nc_l3, threads
-    )
+    a, b, out, code, mc, kc, nc, threads = _gemm_call("u8s8", a, b, out, threads, isa, block)
+    _kernels.gemm_u8s8_s32_into(a, b, out, code, bool(exact), mc, kc, nc, threads)
     return out
 
 
@@ -322,15 +334,9 @@ def gemm_bf16(
 ) -> np.ndarray:
     """C := A @ B with A, B bf16 (uint16 bit patterns, see ``to_bf16``) and C float32; each
     pair of products is added to the fp32 accumulator (vdpbf16ps semantics)."""
-    a = _array("A", a, np.uint16, 2)
-    b = _array("B", b, np.uint16, 2)
-    threads = _threads(threads)
-    m, n, _ = _matmul_shapes(a, b)
-    out = _out(out, (m, n), np.float32, [("A", a), ("B", b)])
-    code = _isa_code(isa)
-    blk = _block(block, "bf16", code)
-    _kernels.gemm_bf16_into(a, b, out, code, blk.mc_l2, blk.kc_l1, blk.nc_l3, threads)
-    return out
+    call = _gemm_call("bf16", a, b, out, threads, isa, block)
+    _kernels.gemm_bf16_into(*call)
+    return call[2]
 
 
 def to_bf16(x, *, isa: str | None = None) -> np.ndarray:

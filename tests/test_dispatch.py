@@ -1,12 +1,16 @@
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from isa_params import isa_params
 
 from perfsuite import kernels
+from perfsuite.host import fingerprint
+from perfsuite.host.topology import read_topology
 
 
 def run_python(code: str, **env) -> subprocess.CompletedProcess:
@@ -160,3 +164,50 @@ def test_build_without_compiler_says_so(tmp_path):
     )
     assert r.returncode != 0
     assert "no C compiler found" in r.stderr + r.stdout
+
+
+# -- the one list of CPU flags (kernels/cpu_features.h: PS_CPU_FLAGS, PS_OS_STATES) ----------
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_every_consumer_reads_the_one_flag_list():
+    """cpu_features(), the dispatch rows and the fingerprint's isa.* fields all come from
+    kernels/cpu_features.h; none of them may know a flag the list does not."""
+    assert list(kernels.cpu_features()) == [*kernels.CPU_FLAGS, *kernels.OS_STATES]
+    for name in kernels.KNOWN_ISAS:
+        info = kernels.variant_info(name)
+        assert set(info["requires"]) <= set(kernels.CPU_FLAGS)
+        assert set(info["os_state"]) <= set(kernels.OS_STATES)
+    assert set(kernels.FINGERPRINT_FLAGS) <= set(kernels.CPU_FLAGS)
+    isa_fields = [k for k in fingerprint.FIELD_CLASSES if k.startswith("isa.")]
+    assert isa_fields == [f"isa.{flag}" for flag in kernels.FINGERPRINT_FLAGS]
+
+
+@pytest.mark.parametrize("path", sorted(REPO.glob("baselines/*/*.json")), ids=lambda p: p.name)
+def test_recorded_flags_are_the_stored_baselines_isa_fields(path):
+    """isa.* fields are must-match: marking a flag recorded (or not) in PS_CPU_FLAGS would make
+    every stored baseline incomparable, so the change must come with new baselines."""
+    fields = json.loads(path.read_text())["fingerprint"]["fields"]
+    stored = {k for k in fields if k.startswith("isa.")}
+    assert stored == {f"isa.{flag}" for flag in kernels.FINGERPRINT_FLAGS}
+
+
+def test_flag_names_are_proc_cpuinfo_spellings(host_tree):
+    """The fingerprint looks the names up in /proc/cpuinfo: a Genoa's lists every flag but
+    AVX-VNNI (VEX-encoded, Zen 5 and Intel) and AMX (Intel)."""
+    genoa = read_topology(host_tree("epyc9654-1s-nps1")).cpu.flags
+    elsewhere = {"avx_vnni", "amx_tile", "amx_int8", "amx_bf16"}
+    assert set(kernels.CPU_FLAGS) - elsewhere <= genoa
+
+
+def test_cpuid_bits_agree_with_proc_cpuinfo():
+    """A wrong leaf, register or bit in PS_CPU_FLAGS shows as a flag cpuid and Linux disagree
+    on (Linux hides AVX-512 flags when the OS does not save ZMM state: compare the rest)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.exists():
+        pytest.skip("no /proc/cpuinfo")
+    linux = read_topology("/").cpu.flags
+    have = kernels.cpu_features()
+    flags = [f for f in kernels.CPU_FLAGS if have["os_avx512"] or not f.startswith("avx512")]
+    assert {f: have[f] for f in flags} == {f: f in linux for f in flags}

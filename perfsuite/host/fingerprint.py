@@ -21,23 +21,13 @@ from pathlib import Path
 
 from perfsuite.host.microarch import microarchitecture
 from perfsuite.host.topology import Reader, Topology, format_cpulist, read_topology
+from perfsuite.kernels import FINGERPRINT_FLAGS
 
 SCHEMA = "perfsuite.fingerprint/1"
 
-INFERENCE_ISA_FLAGS = (
-    "sse4_2",
-    "avx",
-    "avx2",
-    "fma",
-    "f16c",
-    "avx512f",
-    "avx512_vnni",
-    "avx512_bf16",
-    "avx_vnni",
-    "amx_tile",
-    "amx_int8",
-    "amx_bf16",
-)
+# The isa.<flag> fields: the flags kernels/cpu_features.h marks as recorded (its PS_CPU_FLAGS
+# list is the one list of CPU flags), read from /proc/cpuinfo of the host tree.
+INFERENCE_ISA_FLAGS = FINGERPRINT_FLAGS
 
 MUST, TOL, INFO = "must_match", "tolerance", "informational"
 
