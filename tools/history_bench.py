@@ -18,16 +18,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from history_data import step_history  # noqa: E402
 
-from perfsuite.gate.history import detect  # noqa: E402
+from perfsuite.history.changes import detect  # noqa: E402
 from perfsuite.store.database import HistoryStore  # noqa: E402
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--points", type=int, default=24)
     ap.add_argument("--store", default=None, help="default: a new SQLite file in a temp dir")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         t0 = time.perf_counter()
