@@ -6,6 +6,7 @@ the extension imports on any x86-64 CPU and dispatches at run time."""
 import os
 import shutil
 import sysconfig
+from pathlib import Path
 
 import numpy
 from Cython.Build import cythonize
@@ -30,6 +31,8 @@ class BuildExtWithClearErrors(build_ext):
 extension = Extension(
     "perfsuite._kernels",
     sources=["kernels/_kernels.pyx"],
+    # The headers hold the kernels: a change to any of them rebuilds the extension.
+    depends=sorted(str(p) for p in Path("kernels").glob("*.h")),
     include_dirs=["kernels", numpy.get_include()],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     extra_compile_args=["-O3", "-fopenmp", "-fno-math-errno"],

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "generic.h"
+#include "simd_tile.h"
 
 #if defined(__x86_64__)
 #pragma GCC push_options
@@ -53,54 +54,30 @@ static void matmul_seed_avx2(const float *A, const float *B, float *C, ptrdiff_t
  * sgemm shape, also what BLIS uses on Zen 3). */
 static void ukernel_f32_avx2(ptrdiff_t kc, const float *Ap, const float *Bp, float *C,
                              ptrdiff_t ldc, int accumulate) {
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    /* C rows are a page apart in big problems: start fetching them while the FMAs run. */
-    for (int r = 0; r < PS_MR; ++r) {
-        _mm_prefetch((const char *)(C + r * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(C + r * ldc + PS_NR - 1), _MM_HINT_T0);
-    }
+    __m256 acc[PS_MR][2];
+#pragma GCC unroll 16
+    for (int r = 0; r < PS_MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    PS_PREFETCH_C(C, ldc, PS_MR, PS_NR)
     for (ptrdiff_t k = 0; k < kc; ++k, Ap += PS_MR, Bp += PS_NR) {
         const __m256 b0 = _mm256_load_ps(Bp), b1 = _mm256_load_ps(Bp + 8);
-        __m256 a = _mm256_broadcast_ss(Ap + 0);
-        c00 = _mm256_fmadd_ps(a, b0, c00);
-        c01 = _mm256_fmadd_ps(a, b1, c01);
-        a = _mm256_broadcast_ss(Ap + 1);
-        c10 = _mm256_fmadd_ps(a, b0, c10);
-        c11 = _mm256_fmadd_ps(a, b1, c11);
-        a = _mm256_broadcast_ss(Ap + 2);
-        c20 = _mm256_fmadd_ps(a, b0, c20);
-        c21 = _mm256_fmadd_ps(a, b1, c21);
-        a = _mm256_broadcast_ss(Ap + 3);
-        c30 = _mm256_fmadd_ps(a, b0, c30);
-        c31 = _mm256_fmadd_ps(a, b1, c31);
-        a = _mm256_broadcast_ss(Ap + 4);
-        c40 = _mm256_fmadd_ps(a, b0, c40);
-        c41 = _mm256_fmadd_ps(a, b1, c41);
-        a = _mm256_broadcast_ss(Ap + 5);
-        c50 = _mm256_fmadd_ps(a, b0, c50);
-        c51 = _mm256_fmadd_ps(a, b1, c51);
-    }
-    __m256 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
-    for (int r = 0; r < PS_MR; ++r)
-        for (int h = 0; h < 2; ++h) {
-            float *p = C + r * ldc + 8 * h;
-            __m256 v = acc[2 * r + h];
-            if (accumulate) v = _mm256_add_ps(v, _mm256_loadu_ps(p));
-            _mm256_storeu_ps(p, v);
+#pragma GCC unroll 16
+        for (int r = 0; r < PS_MR; ++r) {
+            const __m256 a = _mm256_broadcast_ss(Ap + r);
+            acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
         }
+    }
+    PS_STORE_TILE(C, ldc, accumulate, acc, PS_MR, 8, __m256, _mm256_add_ps, _mm256_loadu_ps,
+                  _mm256_storeu_ps)
 }
 
 /* u8 x s8 -> s32 over packed groups of 4 k: vpmaddubsw (u8*s8 pairs -> s16, SATURATING),
  * vpmaddwd with ones (pairs of s16 -> s32), vpaddd. The MLAS path on AVX2 without VNNI. */
 #define PS_U8S8_TILE_BODY(STEP)                                                                \
-    __m256i acc[12];                                                                           \
-    for (int t = 0; t < 12; ++t) acc[t] = _mm256_setzero_si256();                             \
+    __m256i acc[PS_MR][2];                                                                     \
+    for (int r = 0; r < PS_MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();            \
     const __m256i ones = _mm256_set1_epi16(1);                                                 \
-    for (int r = 0; r < PS_MR; ++r) {                                                          \
-        _mm_prefetch((const char *)(C + r * ldc), _MM_HINT_T0);                                \
-        _mm_prefetch((const char *)(C + r * ldc + PS_NR - 1), _MM_HINT_T0);                    \
-    }                                                                                          \
+    PS_PREFETCH_C(C, ldc, PS_MR, PS_NR)                                                        \
     for (ptrdiff_t k = 0; k < kc; k += 4, Ap += 4 * PS_MR, Bp += 4 * PS_NR) {                  \
         const __m256i b0 = _mm256_load_si256((const __m256i *)Bp);                             \
         const __m256i b1 = _mm256_load_si256((const __m256i *)(Bp + 32));                      \
@@ -108,17 +85,12 @@ static void ukernel_f32_avx2(ptrdiff_t kc, const float *Ap, const float *Bp, flo
             int32_t a4;                                                                        \
             memcpy(&a4, Ap + 4 * r, 4);                                                        \
             const __m256i a = _mm256_set1_epi32(a4);                                           \
-            STEP(acc[2 * r], a, b0);                                                           \
-            STEP(acc[2 * r + 1], a, b1);                                                       \
+            STEP(acc[r][0], a, b0);                                                            \
+            STEP(acc[r][1], a, b1);                                                            \
         }                                                                                      \
     }                                                                                          \
-    for (int r = 0; r < PS_MR; ++r)                                                            \
-        for (int h = 0; h < 2; ++h) {                                                          \
-            __m256i *p = (__m256i *)(C + r * ldc + 8 * h);                                     \
-            __m256i v = acc[2 * r + h];                                                        \
-            if (accumulate) v = _mm256_add_epi32(v, _mm256_loadu_si256(p));                    \
-            _mm256_storeu_si256(p, v);                                                         \
-        }
+    PS_STORE_TILE(C, ldc, accumulate, acc, PS_MR, 8, __m256i, _mm256_add_epi32,                \
+                  _mm256_loadu_si256, _mm256_storeu_si256)
 
 #define PS_U8S8_FAST_STEP(acc, a, b) \
     acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones))
@@ -227,33 +199,8 @@ static void copy_f32_avx2(float *a, const float *b, ptrdiff_t n, int threads) {
 
 /* FMA throughput: 10 independent accumulator chains hide the 4-cycle FMA latency on 2 pipes
  * (Zen 3: 2 FMA/cycle x 8 lanes x 2 flops = 32 flop/cycle/core). */
-static double fma_peak_avx2(int64_t iters, int threads) {
-    double flops = 0.0;
-#pragma omp parallel num_threads(threads) reduction(+ : flops)
-    {
-        __m256 x[10];
-        const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
-        for (int l = 0; l < 10; ++l) x[l] = _mm256_set1_ps(1.0f + l);
-        for (int64_t i = 0; i < iters; ++i) {
-            x[0] = _mm256_fmadd_ps(x[0], m, a);
-            x[1] = _mm256_fmadd_ps(x[1], m, a);
-            x[2] = _mm256_fmadd_ps(x[2], m, a);
-            x[3] = _mm256_fmadd_ps(x[3], m, a);
-            x[4] = _mm256_fmadd_ps(x[4], m, a);
-            x[5] = _mm256_fmadd_ps(x[5], m, a);
-            x[6] = _mm256_fmadd_ps(x[6], m, a);
-            x[7] = _mm256_fmadd_ps(x[7], m, a);
-            x[8] = _mm256_fmadd_ps(x[8], m, a);
-            x[9] = _mm256_fmadd_ps(x[9], m, a);
-        }
-        __m256 s = x[0];
-        for (int l = 1; l < 10; ++l) s = _mm256_add_ps(s, x[l]);
-        volatile float sink = ps_hsum256_ps(s);
-        (void)sink;
-        flops += 2.0 * 8 * 10 * (double)iters;
-    }
-    return flops;
-}
+PS_DEFINE_FMA_PEAK(fma_peak_avx2, __m256, 8, 10, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps,
+                   ps_hsum256_ps)
 
 #pragma GCC pop_options
 #define PS_HAVE_AVX2_BUILD 1

@@ -16,6 +16,7 @@
 #include <omp.h>
 
 #include "generic.h"
+#include "simd_tile.h"
 
 #ifndef PS_ZMM_MR
 #define PS_ZMM_MR 12
@@ -27,19 +28,36 @@
 #pragma GCC target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq")
 #include <immintrin.h>
 
-/* C tiles are rows far apart in big problems: start fetching them while the FMAs run. */
-#define PS_ZMM_PREFETCH_C(C, ldc, T)                                                          \
-    for (int r = 0; r < PS_ZMM_MR; ++r) {                                                     \
-        _mm_prefetch((const char *)((C) + r * (ldc)), _MM_HINT_T0);                           \
-        _mm_prefetch((const char *)((C) + r * (ldc) + PS_ZMM_NR - 1), _MM_HINT_T0);           \
-    }
+/* acc[PS_ZMM_MR][2] := 0, and fetch the C tile; then, after the k loop, C (+)= acc. */
+#define PS_ZMM_TILE_START(VEC, ZERO)                                                           \
+    VEC acc[PS_ZMM_MR][2];                                                                     \
+    _Pragma("GCC unroll 16") for (int r = 0; r < PS_ZMM_MR; ++r) acc[r][0] = acc[r][1] =       \
+        ZERO();                                                                                \
+    PS_PREFETCH_C(C, ldc, PS_ZMM_MR, PS_ZMM_NR)
+#define PS_ZMM_TILE_STORE(VEC, ADD, LOADU, STOREU)                                             \
+    PS_STORE_TILE(C, ldc, accumulate, acc, PS_ZMM_MR, 16, VEC, ADD, LOADU, STOREU)
+
+/* The k loop over packed groups of KSTEP values of A and B that make 32 bits (4 u8/s8, 2 bf16):
+ * each row's group is broadcast and STEP(acc, a, b) folds it with two B vectors (vpdpbusd,
+ * vdpbf16ps). OPV is the operand type those instructions take. */
+#define PS_ZMM_GROUP_TILE(VEC, OPV, KSTEP, ZERO, STEP, ADD, LOADU, STOREU)                     \
+    PS_ZMM_TILE_START(VEC, ZERO)                                                               \
+    for (ptrdiff_t k = 0; k < kc; k += KSTEP, Ap += KSTEP * PS_ZMM_MR, Bp += KSTEP * PS_ZMM_NR) { \
+        const OPV b0 = (OPV)_mm512_loadu_si512((const void *)Bp);                              \
+        const OPV b1 = (OPV)_mm512_loadu_si512((const void *)(Bp + 16 * KSTEP));               \
+        _Pragma("GCC unroll 16") for (int r = 0; r < PS_ZMM_MR; ++r) {                         \
+            int32_t group;                                                                     \
+            memcpy(&group, Ap + KSTEP * r, 4);                                                 \
+            const OPV a = (OPV)_mm512_set1_epi32(group);                                       \
+            acc[r][0] = STEP(acc[r][0], a, b0);                                                \
+            acc[r][1] = STEP(acc[r][1], a, b1);                                                \
+        }                                                                                      \
+    }                                                                                          \
+    PS_ZMM_TILE_STORE(VEC, ADD, LOADU, STOREU)
 
 static void ukernel_f32_avx512(ptrdiff_t kc, const float *Ap, const float *Bp, float *C,
                                ptrdiff_t ldc, int accumulate) {
-    __m512 acc[PS_ZMM_MR][2];
-#pragma GCC unroll 16
-    for (int r = 0; r < PS_ZMM_MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    PS_ZMM_PREFETCH_C(C, ldc, float)
+    PS_ZMM_TILE_START(__m512, _mm512_setzero_ps)
     for (ptrdiff_t k = 0; k < kc; ++k, Ap += PS_ZMM_MR, Bp += PS_ZMM_NR) {
         const __m512 b0 = _mm512_loadu_ps(Bp), b1 = _mm512_loadu_ps(Bp + 16);
 #pragma GCC unroll 16
@@ -49,14 +67,7 @@ static void ukernel_f32_avx512(ptrdiff_t kc, const float *Ap, const float *Bp, f
             acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
         }
     }
-#pragma GCC unroll 16
-    for (int r = 0; r < PS_ZMM_MR; ++r)
-        for (int h = 0; h < 2; ++h) {
-            float *p = C + r * ldc + 16 * h;
-            __m512 v = acc[r][h];
-            if (accumulate) v = _mm512_add_ps(v, _mm512_loadu_ps(p));
-            _mm512_storeu_ps(p, v);
-        }
+    PS_ZMM_TILE_STORE(__m512, _mm512_add_ps, _mm512_loadu_ps, _mm512_storeu_ps)
 }
 
 /* A's 12-row micro-panel, panel[k * 12 + r] = a[r * lda + k]: 16 k values at a time go
@@ -107,25 +118,8 @@ static void pack_a12_f32_avx512(ptrdiff_t kc, const float *a, ptrdiff_t lda, flo
 
 /* 16 independent zmm FMA chains: 4-cycle latency x 1 zmm FMA/cycle (Zen 4) or 2/cycle
  * (two 512-bit FMA units, Zen 5 and Intel server parts) needs at most 8; 16 covers both. */
-static double fma_peak_avx512(int64_t iters, int threads) {
-    double flops = 0.0;
-#pragma omp parallel num_threads(threads) reduction(+ : flops)
-    {
-        __m512 x[16];
-        const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
-        for (int l = 0; l < 16; ++l) x[l] = _mm512_set1_ps(1.0f + l);
-        for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 16
-            for (int l = 0; l < 16; ++l) x[l] = _mm512_fmadd_ps(x[l], m, a);
-        }
-        __m512 s = x[0];
-        for (int l = 1; l < 16; ++l) s = _mm512_add_ps(s, x[l]);
-        volatile float sink = _mm512_reduce_add_ps(s);
-        (void)sink;
-        flops += 2.0 * 16 * 16 * (double)iters;
-    }
-    return flops;
-}
+PS_DEFINE_FMA_PEAK(fma_peak_avx512, __m512, 16, 16, _mm512_set1_ps, _mm512_fmadd_ps,
+                   _mm512_add_ps, _mm512_reduce_add_ps)
 
 #pragma GCC pop_options
 
@@ -138,30 +132,8 @@ static double fma_peak_avx512(int64_t iters, int threads) {
 
 static void ukernel_u8s8_avx512_vnni(ptrdiff_t kc, const uint8_t *Ap, const int8_t *Bp,
                                      int32_t *C, ptrdiff_t ldc, int accumulate) {
-    __m512i acc[PS_ZMM_MR][2];
-#pragma GCC unroll 16
-    for (int r = 0; r < PS_ZMM_MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-    PS_ZMM_PREFETCH_C(C, ldc, int32_t)
-    for (ptrdiff_t k = 0; k < kc; k += 4, Ap += 4 * PS_ZMM_MR, Bp += 4 * PS_ZMM_NR) {
-        const __m512i b0 = _mm512_loadu_si512((const void *)Bp);
-        const __m512i b1 = _mm512_loadu_si512((const void *)(Bp + 64));
-#pragma GCC unroll 16
-        for (int r = 0; r < PS_ZMM_MR; ++r) {
-            int32_t a4;
-            memcpy(&a4, Ap + 4 * r, 4);
-            const __m512i a = _mm512_set1_epi32(a4);
-            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], a, b0);
-            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], a, b1);
-        }
-    }
-#pragma GCC unroll 16
-    for (int r = 0; r < PS_ZMM_MR; ++r)
-        for (int h = 0; h < 2; ++h) {
-            int32_t *p = C + r * ldc + 16 * h;
-            __m512i v = acc[r][h];
-            if (accumulate) v = _mm512_add_epi32(v, _mm512_loadu_si512((const void *)p));
-            _mm512_storeu_si512((void *)p, v);
-        }
+    PS_ZMM_GROUP_TILE(__m512i, __m512i, 4, _mm512_setzero_si512, _mm512_dpbusd_epi32,
+                      _mm512_add_epi32, _mm512_loadu_si512, _mm512_storeu_si512)
 }
 
 #pragma GCC pop_options
@@ -174,30 +146,8 @@ static void ukernel_u8s8_avx512_vnni(ptrdiff_t kc, const uint8_t *Ap, const int8
 
 static void ukernel_bf16_avx512_bf16(ptrdiff_t kc, const uint16_t *Ap, const uint16_t *Bp,
                                      float *C, ptrdiff_t ldc, int accumulate) {
-    __m512 acc[PS_ZMM_MR][2];
-#pragma GCC unroll 16
-    for (int r = 0; r < PS_ZMM_MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    PS_ZMM_PREFETCH_C(C, ldc, float)
-    for (ptrdiff_t k = 0; k < kc; k += 2, Ap += 2 * PS_ZMM_MR, Bp += 2 * PS_ZMM_NR) {
-        const __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)Bp);
-        const __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void *)(Bp + 32));
-#pragma GCC unroll 16
-        for (int r = 0; r < PS_ZMM_MR; ++r) {
-            int32_t a2;
-            memcpy(&a2, Ap + 2 * r, 4);
-            const __m512bh a = (__m512bh)_mm512_set1_epi32(a2);
-            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
-            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
-        }
-    }
-#pragma GCC unroll 16
-    for (int r = 0; r < PS_ZMM_MR; ++r)
-        for (int h = 0; h < 2; ++h) {
-            float *p = C + r * ldc + 16 * h;
-            __m512 v = acc[r][h];
-            if (accumulate) v = _mm512_add_ps(v, _mm512_loadu_ps(p));
-            _mm512_storeu_ps(p, v);
-        }
+    PS_ZMM_GROUP_TILE(__m512, __m512bh, 2, _mm512_setzero_ps, _mm512_dpbf16_ps, _mm512_add_ps,
+                      _mm512_loadu_ps, _mm512_storeu_ps)
 }
 
 /* fp32 -> bf16 with vcvtne2ps2bf16: round to nearest even, NaN kept quiet, denormals to zero

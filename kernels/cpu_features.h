@@ -59,7 +59,8 @@ typedef struct {
 } ps_cpu_flag;
 
 static const ps_cpu_flag PS_CPU_FLAG_LIST[] = {
-#define PS_CPU_FLAG_ROW(name, leaf, subleaf, reg, bit, recorded) {#name, PS_FEAT(name), 0, recorded},
+#define PS_CPU_FLAG_ROW(name, leaf, subleaf, reg, bit, recorded)                               \
+    {#name, PS_FEAT(name), 0, recorded},
 #define PS_OS_STATE_ROW(name, mask) {#name, PS_FEAT(name), 1, 0},
     PS_CPU_FLAGS(PS_CPU_FLAG_ROW) PS_OS_STATES(PS_OS_STATE_ROW)
 #undef PS_CPU_FLAG_ROW

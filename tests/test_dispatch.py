@@ -184,7 +184,9 @@ def test_every_consumer_reads_the_one_flag_list():
     assert isa_fields == [f"isa.{flag}" for flag in kernels.FINGERPRINT_FLAGS]
 
 
-@pytest.mark.parametrize("path", sorted(REPO.glob("baselines/*/*.json")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", sorted(REPO.glob("baselines/*/*.json")), ids=lambda p: f"{p.parent.name}/{p.name}"
+)
 def test_recorded_flags_are_the_stored_baselines_isa_fields(path):
     """isa.* fields are must-match: marking a flag recorded (or not) in PS_CPU_FLAGS would make
     every stored baseline incomparable, so the change must come with new baselines."""

@@ -25,10 +25,6 @@ from perfsuite.kernels import FINGERPRINT_FLAGS
 
 SCHEMA = "perfsuite.fingerprint/1"
 
-# The isa.<flag> fields: the flags kernels/cpu_features.h marks as recorded (its PS_CPU_FLAGS
-# list is the one list of CPU flags), read from /proc/cpuinfo of the host tree.
-INFERENCE_ISA_FLAGS = FINGERPRINT_FLAGS
-
 MUST, TOL, INFO = "must_match", "tolerance", "informational"
 
 FIELD_CLASSES: dict[str, str] = {
@@ -67,7 +63,9 @@ FIELD_CLASSES: dict[str, str] = {
     "freq.boost": TOL,
     "freq.max_mhz": TOL,
     "kernels.isa": MUST,
-    **{f"isa.{flag}": MUST for flag in INFERENCE_ISA_FLAGS},
+    # The flags kernels/cpu_features.h marks as recorded (PS_CPU_FLAGS, the one list of CPU
+    # flags), looked up in /proc/cpuinfo of the host tree.
+    **{f"isa.{flag}": MUST for flag in FINGERPRINT_FLAGS},
     "software.python": INFO,
     "software.perfsuite": INFO,
     "software.numpy": INFO,
@@ -102,7 +100,7 @@ def collect_cpu(topo: Topology) -> dict:
         "cpu.online": format_cpulist(topo.online) if topo.online is not None else None,
         "cpu.online_count": len(topo.online) if topo.online is not None else None,
         "cpu.offline": format_cpulist(topo.offline),
-        **{f"isa.{f}": (f in cpu.flags) if cpu.flags else None for f in INFERENCE_ISA_FLAGS},
+        **{f"isa.{f}": (f in cpu.flags) if cpu.flags else None for f in FINGERPRINT_FLAGS},
     }
 
 
