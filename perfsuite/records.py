@@ -49,52 +49,86 @@ class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+JSONValue = Any  # a value read from JSON that perfsuite passes through without reading it
+Scalar = str | int | float | bool | None
+
+
 SPARK_PATTERNS = ("partition", "rdd_map")
 
 
 class SparkSpec(_Record):
-    """How a Spark point runs: the pattern, concurrent tasks (slots) and CPUs each task's
-    framework session uses."""
+    """How a Spark point runs: the pattern (partition: mapInArrow, a session per Python
+    worker; rdd_map: the article's map, one record per call), concurrent tasks (slots) and
+    CPUs each task's framework session uses."""
 
     pattern: Literal["partition", "rdd_map"]
     slots: int = Field(ge=1)
     cpus_per_task: int = Field(ge=1)
 
 
-def point_id(p: dict) -> str:
-    """The one spelling of a point's id from its fields (the sweep's plan and the record
-    validator share it). Spark points say so, with pattern and slots x CPUs:
-    ``...-spark_partition-2x1-b32``."""
-    node = "unbound" if p["numa_node"] is None else f"node{p['numa_node']}"
-    head = f"{p['model']}-{p['framework']}-{p['precision']}"
-    spark = p.get("spark")
-    if spark:
-        where = f"spark_{spark['pattern']}-{spark['slots']}x{spark['cpus_per_task']}"
-        where += "" if p["numa_node"] is None else f"-{node}"
-        return f"{head}-{where}-b{p['batch']}"
-    suffix = "" if p["mode"] == "latency" else f"-{p['mode']}"
-    return f"{head}-t{p['threads']}-{node}-b{p['batch']}{suffix}"
-
-
 class Point(_Record):
-    id: str
+    """One benchmark point: what the sweep plans, the executors measure and every record
+    names. The id is derived from the fields (``id_of``) and checked when read."""
+
     model: str
     framework: str
     precision: str
     threads: int = Field(ge=1)
-    numa_node: int | None = Field(default=None, ge=0)
+    numa_node: int | None = Field(default=None, ge=0)  # None: no binding
     batch: int = Field(ge=1)
     mode: Literal["latency", "throughput"]
-    threads_spec: str = ""
+    threads_spec: str = ""  # how the count was asked for ("1", "cores", "auto", ...)
     skip: str | None = None
     spark: SparkSpec | None = None  # additive in result/2: absent means a single-process point
+    id: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_id(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("id"):
+            try:
+                return {**data, "id": id_of(data)}
+            except (KeyError, TypeError, AttributeError):
+                return data  # validation names what is missing
+        return data
 
     @model_validator(mode="after")
     def _id_matches(self):
-        want = point_id(self.model_dump())
+        want = id_of(self)
         if self.id != want:
             raise ValueError(f"id {self.id!r} does not match the point's fields ({want!r})")
         return self
+
+    def but(self, **changes) -> Point:
+        """A copy with ``changes``, validated, its id derived anew."""
+        return Point.model_validate({**self.model_dump(exclude_unset=True), **changes, "id": ""})
+
+    @property
+    def node_label(self) -> str:
+        return "unbound" if self.numa_node is None else f"node{self.numa_node}"
+
+
+def id_of(p) -> str:
+    """The one spelling of a point's id from its fields. Spark points say so, with pattern
+    and slots x CPUs: ``...-spark_partition-2x1-b32``."""
+    get = p.get if isinstance(p, dict) else lambda k: getattr(p, k)
+    node = "unbound" if get("numa_node") is None else f"node{get('numa_node')}"
+    head = f"{get('model')}-{get('framework')}-{get('precision')}"
+    spark = get("spark")
+    if spark:
+        spark = spark if isinstance(spark, dict) else _fields_of(spark)
+        where = f"spark_{spark['pattern']}-{spark['slots']}x{spark['cpus_per_task']}"
+        where += "" if get("numa_node") is None else f"-{node}"
+        return f"{head}-{where}-b{get('batch')}"
+    suffix = "" if get("mode") == "latency" else f"-{get('mode')}"
+    return f"{head}-t{get('threads')}-{node}-b{get('batch')}{suffix}"
+
+
+def _fields_of(record: BaseModel) -> dict:
+    return {name: getattr(record, name) for name in type(record).model_fields}
+
+
+point_id = id_of  # the name older callers use
 
 
 class Stats(_Record):
@@ -113,11 +147,103 @@ class Stats(_Record):
     between_session_cv: NonNegative | None = None
 
 
+class InterferenceWindow(_Record):
+    """What else ran during one measurement window (``perfsuite.execute.interference``)."""
+
+    window_s: NonNegative
+    foreign_cpu_s: NonNegative  # other processes' CPU time during the window
+    foreign_share: NonNegative  # of all CPUs over the window
+    steal_share: NonNegative
+    involuntary_switches: int
+    migrations: int
+    load_avg_1m: NonNegative | None = None
+    contaminated: bool
+
+
+class Interference(_Record):
+    contaminated: bool
+    retries: int = Field(ge=0)
+    sessions: list[InterferenceWindow]
+    discarded: list[InterferenceWindow] = []
+
+    def why(self) -> str:
+        """What disturbed the measurement, from its last window."""
+        w = self.sessions[-1]
+        return (
+            f"other processes used {w.foreign_share:.0%} of the CPUs, "
+            f"steal {w.steal_share:.0%}"
+        )
+
+
+class Speed(_Record):
+    """A machine-speed probe (``perfsuite.execute.calibration``)."""
+
+    fma_gflops: Positive
+    triad_gbs: Positive
+    seconds: NonNegative
+
+
+class SpeedAround(_Record):
+    before: Speed
+    after: Speed
+
+
+class Calibration(_Record):
+    sessions: list[SpeedAround]
+
+
+class Counters(_Record):
+    """Hardware counters around the window (``perf stat``; --perf-counters)."""
+
+    counts: dict[str, int] = {}
+    unsupported: dict[str, str] = {}  # event -> reason
+    derived: dict[str, float] = {}
+    returncode: int | None = None
+
+
+class ModelInfo(_Record):
+    params: int = Field(ge=0)
+    flops_per_item: NonNegative
+    weight_bytes: int = Field(ge=0)
+    variant_file: str
+    variant_mb: NonNegative | None = None  # absent in Spark records
+
+
+class Accuracy(_Record):
+    """An INT8/bf16 variant against FP32 (``perfsuite.prepare.accuracy``)."""
+
+    metric: str  # "top1_drop_points" or "centred_sqnr_db"
+    value: float
+    threshold: float
+    passed: bool
+    detail: dict[str, JSONValue]
+
+    def __str__(self) -> str:
+        rel = "<=" if self.metric == "top1_drop_points" else ">="
+        verdict = "pass" if self.passed else "FAIL"
+        return f"{self.metric} = {self.value:.2f} (gate {rel} {self.threshold:g}): {verdict}"
+
+
+class SparkRun(_Record):
+    """How a Spark point ran (``perfsuite.execute.spark``): passes, start-up, agreement of
+    its outputs with a single-process run."""
+
+    master: str
+    pattern: Literal["partition", "rdd_map"]
+    slots: int = Field(ge=1)
+    cpus_per_task: int = Field(ge=1)
+    items: int = Field(ge=1)
+    spark_session_start_s: NonNegative | None = None
+    cold_pass_s: NonNegative
+    pass_s: list[NonNegative]
+    session_build_s: list[NonNegative] = []
+    partition_s: list[NonNegative] = []
+    agreement: dict[str, JSONValue] = {}
+
+
 class Result(_Record):
     """One point's measurement (or its error), as the worker returns it and the store keeps
-    it."""
-
-    model_config = ConfigDict(frozen=True, extra="allow")  # framework-specific additions
+    it. Fields absent from a file stay absent when it is written back (``dump``)."""
 
     schema_: Literal["perfsuite.result/2"] = Field(RESULT, alias="schema")
     id: str
@@ -127,13 +253,24 @@ class Result(_Record):
     timestamp: Positive
     status: Literal["ok", "error"]
     error: str | None = None
+    error_detail: str | None = None  # the whole message when ``error`` is its first line
+    accuracy: Accuracy | None = None
+    interference: Interference | None = None  # per session window
+    calibration: Calibration | None = None  # additive in result/2: speed around each window
+    counters: Counters | None = None
     samples_s: list[Positive] = []
     session_medians_s: list[Positive] = []
     stats: Stats | None = None
-    accuracy: dict | None = None
-    settings: dict = {}
-    interference: dict | None = None  # perfsuite.execute.interference, per session window
-    calibration: dict | None = None  # additive in result/2: machine speed around each window
+    # the measurement protocol as run and the binding in force: their shape is the
+    # executor's (sessions and warm-ups; Spark runs and workers), shown, never computed on
+    protocol: dict[str, JSONValue] = {}
+    settings: dict[str, JSONValue] = {}  # the framework session's effective settings
+    binding: dict[str, JSONValue] | None = None
+    setup_s: NonNegative | None = None  # session creation, quantization: never timed
+    model: ModelInfo | None = None
+    spark: SparkRun | None = None  # a Spark point's passes
+    isolation: str | None = None  # how the point was run: worker, in-process, spark, ...
+    remeasure: bool | None = None  # a confirmation re-measure, not one of the run's results
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -145,16 +282,26 @@ class Result(_Record):
             raise ValueError(f"stats.n = {self.stats.n} but {len(self.samples_s)} samples")
         return self
 
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def contaminated(self) -> str | None:
+        """What disturbed this measurement, or None."""
+        i = self.interference
+        return i.why() if i is not None and i.contaminated and i.sessions else None
+
 
 class BaselineEntry(_Record):
     point: Point
     samples_s: list[Positive] = Field(min_length=1)
     stats: Stats
-    settings: dict = {}
+    settings: dict[str, JSONValue] = {}
     software: dict[str, str | None] = {}
-    accuracy: dict | None = None
+    accuracy: Accuracy | None = None
     recorded: str
-    runs: list[Positive] = []
+    runs: list[Positive] = []  # medians of the runs (fresh sessions) it holds
 
 
 class HistoryItem(_Record):
@@ -165,9 +312,21 @@ class HistoryItem(_Record):
 
 
 class Fingerprint(BaseModel):
+    """The host fingerprint (``perfsuite.host.fingerprint``): fields and how each is matched.
+    Open to additions: a newer perfsuite's host facts must not make an older one's run
+    unreadable."""
+
     model_config = ConfigDict(frozen=True, extra="allow")
-    fields: dict[str, Any]
+    schema_: str | None = Field(None, alias="schema")
+    hardware_class: str | None = None
+    fields: dict[str, JSONValue]
     classes: dict[str, Literal["must_match", "tolerance", "informational"]]
+    notes: list[str] | None = None
+    python_executable: str | None = None
+
+    def as_dict(self) -> dict:
+        """What the gate and the reports read: the fields, their classes, the class."""
+        return self.model_dump(by_alias=True, exclude_unset=True)
 
 
 class InstructionCounts(_Record):
@@ -238,20 +397,36 @@ class Reference(BaseModel):
     settings: dict[str, Any] = {}
 
 
-class RunSummary(BaseModel):
+class RunPoint(_Record):
+    """A point's line in a run's summary."""
+
+    id: str
+    status: Literal["ok", "error"]
+    error: str | None = None
+    stats: Stats | None = None
+    accuracy: Accuracy | None = None
+
+
+class RunSummary(_Record):
     """A run directory's summary.json."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     schema_: Literal["perfsuite.run/1"] = Field(RUN, alias="schema")
-    profile: dict[str, Any]
+    profile: dict[str, JSONValue]  # the profile as run (``sweep.plan.Profile``)
     fingerprint: Fingerprint
-    points: list[dict[str, Any]]
+    points: list[RunPoint]
 
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 
 
+VERDICTS = (
+    "improved", "unchanged", "regressed", "unstable", "new", "missing", "incomparable", "error",
+)  # fmt: skip
+
+
 class Verdict(_Record):
+    """The gate's verdict on one point (``perfsuite.gate.judge``)."""
+
     id: str
     verdict: Literal[
         "improved", "unchanged", "regressed", "unstable", "new", "missing", "incomparable",
@@ -294,6 +469,16 @@ class QualificationReport(_Record):
     measurements: dict[str, Any]
     seconds: NonNegative
     checks: list[Check]
+
+
+class Run(_Record):
+    """A run in memory, as a store keeps it (``Store.add_run``): its summary, its results
+    (re-measures excluded), the gate's verdicts when it was gated, and its directory."""
+
+    summary: RunSummary
+    results: list[Result] = Field(min_length=1)
+    gate: GateReport | None = None
+    source: str = ""
 
 
 # -- upgrades: each takes a dict of one version and returns the next (asv's update_to_N) -----
@@ -377,7 +562,9 @@ def check_result(record: dict, source: str = "record") -> dict:
 
 
 def dump(record: BaseModel) -> dict:
-    return record.model_dump(mode="json", by_alias=True, exclude_none=False)
+    """The JSON form of a record. What a file did not have stays out (a record read and
+    written back is unchanged); what the code set is written, None included."""
+    return record.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 SCHEMAS = {

@@ -5,14 +5,26 @@ import json
 import subprocess
 import sys
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from perfsuite import records
 from perfsuite.execute.measure import summarize
-from perfsuite.gate.engine import ResultSet, evaluate, load_results
-from perfsuite.gate.statistics import GateConfig, compare_fingerprints, compare_samples, holm
+from perfsuite.gate.judge import (
+    Comparison,
+    Remeasure,
+    Side,
+    Verdict,
+    compare_samples,
+    confirm,
+    control_for,
+    judge,
+)
+from perfsuite.gate.statistics import FOLLOWED_SHIFT, GateConfig, compare_fingerprints, holm
 from perfsuite.store import baseline as store
+from perfsuite.sweep.compare import load_side
 
 RNG = np.random.default_rng(20261202)
 FAST = GateConfig(bootstrap_resamples=400)
@@ -172,9 +184,9 @@ def _fp(**over):
 
 
 def test_incomparable_hardware_names_the_fields():
-    base = ResultSet(_fp(), {"a": stream(0.01)}, {}, "b", {})
-    cur = ResultSet(_fp(**{"cpu.physical_cores": 4}), {"a": stream(0.01, 2.0)}, {}, "c", {})
-    c = evaluate(base, cur, FAST)
+    base = Side(_fp(), {"a": stream(0.01)}, "b")
+    cur = Side(_fp(**{"cpu.physical_cores": 4}), {"a": stream(0.01, 2.0)}, "c")
+    c = judge(base, cur, FAST)
     assert not c.comparable and c.counts()["incomparable"] == 1
     assert c.differences["cpu.physical_cores"] == (2, 4)
     assert "cpu.physical_cores (2 -> 4)" in c.verdicts[0].reason
@@ -196,7 +208,7 @@ def P(name: str) -> str:
 def _record(pid, samples, ts=1.7e9):
     a = np.asarray(samples)
     model = pid.split("-")[0]
-    return {
+    return records.load_result({
         "schema": "perfsuite.result/2",
         "id": pid,
         "status": "ok",
@@ -215,7 +227,7 @@ def _record(pid, samples, ts=1.7e9):
         "timestamp": ts,
         "software": {},
         "hardware_class": "amd-zen3-2c-1n",
-    }
+    })
 
 
 def test_baseline_store_round_trip_and_refusals(tmp_path):
@@ -233,7 +245,7 @@ def test_baseline_store_round_trip_and_refusals(tmp_path):
     )
     assert added == [P("b")] and updated == [P("a")]
     data = store.load(path)
-    assert [h["action"] for h in data["history"]] == ["created", "updated"]
+    assert [h.action for h in data.history] == ["created", "updated"]
     other = dict(fp, hardware_class="amd-zen4-96c-1n-smt2")
     (tmp_path / "amd-zen4-96c-1n-smt2").mkdir()
     (tmp_path / "amd-zen4-96c-1n-smt2" / "default.json").write_text(path.read_text())
@@ -248,18 +260,18 @@ def test_instruction_counts_in_the_baseline(tmp_path):
     counts = {"isa": "avx2", "counts": {"gemm_f32-n128": 691851}}
     path, added, *_ = store.save(tmp_path, fp, "default", rec, instructions=counts)
     assert added == [P("a"), "instructions"]
-    assert store.load(path)["instructions"]["counts"] == {"gemm_f32-n128": 691851}
+    assert store.load(path).instructions.counts == {"gemm_f32-n128": 691851}
     _, added, *_ = store.save(tmp_path, fp, "default", rec, add_run=True, instructions=counts)
     assert added == []
     grown = {"isa": "avx2", "counts": {"gemm_f32-n128": 700000}}
     with pytest.raises(store.BaselineError, match=r"instruction counts differ .*gemm_f32-n128"):
         store.save(tmp_path, fp, "default", rec, add_run=True, instructions=grown)
-    assert store.load(path)["instructions"]["counts"]["gemm_f32-n128"] == 691851  # untouched
+    assert store.load(path).instructions.counts["gemm_f32-n128"] == 691851  # untouched
     store.save(tmp_path, fp, "default", rec, update=True, instructions=grown)
-    assert store.load(path)["instructions"]["counts"]["gemm_f32-n128"] == 700000
+    assert store.load(path).instructions.counts["gemm_f32-n128"] == 700000
     old = tmp_path / "old"
     p2, *_ = store.save(old, fp, "default", rec)
-    assert store.load(p2)["instructions"] is None
+    assert store.load(p2).instructions is None
     bad = json.loads(path.read_text())
     bad["instructions"]["counts"]["gemm_f32-n128"] = 0
     path.write_text(json.dumps(bad))
@@ -270,7 +282,8 @@ def test_instruction_counts_in_the_baseline(tmp_path):
 def test_instruction_counts_gate_without_statistics():
     from perfsuite.sweep.finish import Outcome, _gate_instructions
 
-    stored = {"instructions": {"isa": "avx2", "counts": {"k1": 1000, "k2": 1000}}}
+    counts = records.InstructionCounts(isa="avx2", counts={"k1": 1000, "k2": 1000}, recorded="x")
+    stored = SimpleNamespace(instructions=counts)
     out = Outcome(instructions={"isa": "avx2", "counts": {"k1": 1011, "k2": 991}})
     _gate_instructions(stored, out, "regression")
     text = "\n".join(out.lines)
@@ -282,7 +295,7 @@ def test_instruction_counts_gate_without_statistics():
     _gate_instructions(stored, out, "regression")
     assert not out.fail and "improved" in "\n".join(out.lines)  # +0.9% is under 1%
     out = Outcome(instructions={"isa": "avx2", "counts": {"k1": 5000}})
-    _gate_instructions({}, out, "regression")
+    _gate_instructions(SimpleNamespace(instructions=None), out, "regression")
     assert not out.fail and "the baseline has none" in out.lines[0]
     out = Outcome(instructions={"isa": "generic", "counts": {"k1": 5000}})
     _gate_instructions(stored, out, "regression")
@@ -291,7 +304,7 @@ def test_instruction_counts_gate_without_statistics():
 
 def test_long_sample_lists_are_thinned(tmp_path):
     path, *_ = store.save(tmp_path, _fp(), "p", [_record(P("a"), stream(0.01, n=5000))])
-    assert len(store.load(path)["entries"][P("a")]["samples_s"]) == store.MAX_SAMPLES
+    assert len(store.load(path).entries[P("a")].samples_s) == store.MAX_SAMPLES
 
 
 @pytest.mark.parametrize(
@@ -352,7 +365,7 @@ def test_offline_compare_cli(tmp_path):
         text=True,
     )
     assert r.returncode == 2 and "neither a baseline file nor a perfsuite run" in r.stderr
-    assert load_results(b).samples.keys() == load_results(c).samples.keys()
+    assert load_side(b).samples.keys() == load_side(c).samples.keys()
 
 
 @pytest.mark.parametrize(
@@ -406,74 +419,56 @@ def test_add_run_keeps_run_history(tmp_path):
         tmp_path, fp, "p", [_record(P("a"), stream(0.01, 1.02))], add_run=True
     )
     data = store.load(path)
-    assert again == [P("a")] and len(data["entries"][P("a")]["runs"]) == 2
-    assert data["history"][-1]["action"] == "run-added"
-    kept = data["entries"][P("a")]["samples_s"]
+    assert again == [P("a")] and len(data.entries[P("a")].runs) == 2
+    assert data.history[-1].action == "run-added"
+    kept = data.entries[P("a")].samples_s
     # a transient slow run joins the history, but its samples do not replace typical ones
     store.save(tmp_path, fp, "p", [_record(P("a"), stream(0.01, 1.3))], add_run=True)
-    entry = store.load(path)["entries"][P("a")]
-    assert len(entry["runs"]) == 3 and entry["samples_s"] == kept
+    entry = store.load(path).entries[P("a")]
+    assert len(entry.runs) == 3 and entry.samples_s == kept
     # a run at the centre of the history does
-    typical = stream(0.01, float(np.median(entry["runs"])) / 0.01)
+    typical = stream(0.01, float(np.median(entry.runs)) / 0.01)
     store.save(tmp_path, fp, "p", [_record(P("a"), typical)], add_run=True)
-    assert store.load(path)["entries"][P("a")]["samples_s"] == pytest.approx(typical.tolist())
+    assert store.load(path).entries[P("a")].samples_s == pytest.approx(typical.tolist())
     store.save(tmp_path, fp, "p", [_record(P("a"), stream(0.01))], update=True)
-    assert len(store.load(path)["entries"][P("a")]["runs"]) == 1  # accepted change: restart
+    assert len(store.load(path).entries[P("a")].runs) == 1  # accepted change: restart
+
+
+def _point(fw, prec, t):
+    return records.Point(model="resnet50", framework=fw, precision=prec, threads=t,
+                         batch=1, mode="latency")  # fmt: skip
 
 
 def test_the_control_of_a_re_measure_is_the_most_similar_unchanged_point():
     """An OpenVINO 1-thread regression is re-measured beside an unchanged OpenVINO 1-thread
     point, not beside the least-moved point of another framework or thread count."""
-    from perfsuite.gate.statistics import Comparison, PointVerdict
-    from perfsuite.sweep.finish import _confirm
-    from perfsuite.sweep.plan import Point
-
-    def point(fw, prec, t):
-        return Point("resnet50", fw, prec, t, None, 1, "latency")
-
-    pts = [point("openvino", "fp32", 1), point("onnxruntime", "fp32", 1),
-           point("openvino", "int8_static", 1), point("openvino", "int8_static", 2)]  # fmt: skip
+    pts = [_point("openvino", "fp32", 1), _point("onnxruntime", "fp32", 1),
+           _point("openvino", "int8_static", 1), _point("openvino", "int8_static", 2)]  # fmt: skip
     ids = [p.id for p in pts]
-    verdicts = [PointVerdict(ids[0], "regressed", change=0.2),
-                PointVerdict(ids[1], "unchanged", change=0.0),
-                PointVerdict(ids[2], "unchanged", change=0.04),
-                PointVerdict(ids[3], "unchanged", change=0.01)]  # fmt: skip
-    base = ResultSet(_fp(), {i: stream(0.01) for i in ids}, {}, "b", {})
-    ran = []
-
-    class Session:
-        def points(self):
-            return pts
-
-        def run(self, p, keep):
-            ran.append(p.id)
-            return {"status": "ok", "samples_s": stream(0.01, 1.2 if p.id == ids[0] else 1.0)}
-
-    _confirm(Session(), Comparison(verdicts, True, {}, [], {}, None), base, FAST)
-    assert ran == [ids[0], ids[2]] and verdicts[0].confirmed is True
+    verdicts = (Verdict(id=ids[0], verdict="regressed", change=0.2),
+                Verdict(id=ids[1], verdict="unchanged", change=0.0),
+                Verdict(id=ids[2], verdict="unchanged", change=0.04),
+                Verdict(id=ids[3], verdict="unchanged", change=0.01))  # fmt: skip
+    base = Side(_fp(), {i: stream(0.01) for i in ids}, "b")
+    comparison = Comparison(verdicts, True, {})
+    control = control_for(comparison, ids[0], {p.id: p for p in pts})
+    assert control == ids[2]
+    again = Remeasure(stream(0.01, 1.2), control=control, control_samples=stream(0.01))
+    (v, *_) = confirm(comparison, base, {ids[0]: again}, FAST).verdicts
+    assert v.confirmed is True
 
 
 def test_a_re_measure_is_judged_at_the_points_own_threshold():
     """A point whose baseline runs spread 2.3% has a 6.9% threshold; a +5.3% re-measure of it
     does not confirm a regression (it did, at the default 5%, in a real A/A run)."""
-    from perfsuite.gate.statistics import Comparison, PointVerdict
-    from perfsuite.sweep.finish import _confirm
-    from perfsuite.sweep.plan import Point
-
-    p = Point("resnet50", "onnxruntime", "int8_static_rr", 2, None, 1, "latency")
+    p = _point("onnxruntime", "int8_static_rr", 2)
     runs = [0.01 * f for f in (1.0, 1.03, 0.975, 1.025, 0.97, 1.0)]  # CV ~2.4%
-    base = ResultSet(_fp(), {p.id: stream(0.005)}, {}, "b", {}, {p.id: runs})
+    base = Side(_fp(), {p.id: stream(0.005)}, "b", runs={p.id: runs})
     for scale, confirmed in ((1.053, False), (1.15, True)):
-        v = PointVerdict(p.id, "regressed", change=0.093)
-
-        class Session:
-            def points(self):
-                return [p]
-
-            def run(self, point, keep, scale=scale):
-                return {"status": "ok", "samples_s": stream(0.005, scale)}
-
-        _confirm(Session(), Comparison([v], True, {}, [], {}, None), base, FAST)
+        comparison = Comparison((Verdict(id=p.id, verdict="regressed", change=0.093),), True, {})
+        assert control_for(comparison, p.id, {p.id: p}) is None
+        again = {p.id: Remeasure(stream(0.005, scale))}
+        (v,) = confirm(comparison, base, again, FAST).verdicts
         assert v.confirmed is confirmed, (scale, v.reason)
 
 
@@ -481,37 +476,26 @@ def test_under_a_machine_wide_shift_a_point_that_followed_it_is_the_control():
     """In a shifted run no point is 'unchanged'; the re-measure's control is then a point that
     only followed the shift, and when the control moves too on re-measure the verdict is
     'unstable', not a confirmed regression."""
-    from perfsuite.gate.statistics import FOLLOWED_SHIFT, Comparison, PointVerdict
-    from perfsuite.sweep.finish import _confirm
-    from perfsuite.sweep.plan import Point
-
-    pts = [Point("resnet50", "openvino", prec, 1, None, 1, "latency")
-           for prec in ("int8_static_rr", "int8_static", "fp32")]  # fmt: skip
+    pts = [_point("openvino", prec, 1) for prec in ("int8_static_rr", "int8_static", "fp32")]
     ids = [p.id for p in pts]
-    base = ResultSet(_fp(), {i: stream(0.01) for i in ids}, {}, "b", {})
+    base = Side(_fp(), {i: stream(0.01) for i in ids}, "b")
     for control_scale, verdict in ((1.0, "regressed"), (1.2, "unstable")):
-        verdicts = [
-            PointVerdict(ids[0], "regressed", change=0.1, shift=-0.1),
-            PointVerdict(ids[1], "unstable", change=-0.09, shift=-0.1,
-                         reason=f"{FOLLOWED_SHIFT} of -10.0% (1-thread points)"),
-            PointVerdict(ids[2], "unstable", change=-0.1, shift=-0.1,
-                         reason="spread too high to judge"),
-        ]  # fmt: skip
-        ran = []
-
-        class Session:
-            def points(self):
-                return pts
-
-            def run(self, p, keep, scale=control_scale, ran=ran):
-                ran.append(p.id)
-                f = 1.2 * 0.9 if p.id == ids[0] else scale * 0.9  # the host is 10% faster
-                return {"status": "ok", "samples_s": stream(0.01, f)}
-
-        _confirm(Session(), Comparison(verdicts, True, {}, [], {}, -0.1), base, FAST)
-        assert ran == [ids[0], ids[1]]  # not the spread-too-high point
-        assert verdicts[0].verdict == verdict, verdicts[0].reason
-        assert verdicts[0].confirmed is (True if verdict == "regressed" else None)
+        verdicts = (
+            Verdict(id=ids[0], verdict="regressed", change=0.1, shift=-0.1),
+            Verdict(id=ids[1], verdict="unstable", change=-0.09, shift=-0.1,
+                    reason=f"{FOLLOWED_SHIFT} of -10.0% (1-thread points)"),
+            Verdict(id=ids[2], verdict="unstable", change=-0.1, shift=-0.1,
+                    reason="spread too high to judge"),
+        )  # fmt: skip
+        comparison = Comparison(verdicts, True, {}, machine_shift=-0.1)
+        control = control_for(comparison, ids[0], {p.id: p for p in pts})
+        assert control == ids[1]  # not the spread-too-high point
+        # the host is 10% faster
+        again = Remeasure(stream(0.01, 1.2 * 0.9), control=control,
+                          control_samples=stream(0.01, control_scale * 0.9))  # fmt: skip
+        (v, *_) = confirm(comparison, base, {ids[0]: again}, FAST).verdicts
+        assert v.verdict == verdict, v.reason
+        assert v.confirmed is (True if verdict == "regressed" else None)
 
 
 def test_a_shift_explains_changes_away_but_never_makes_one():

@@ -12,24 +12,27 @@ import os
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend to choose
+
 from perfsuite.files import atomic_write_text, json_default
-from perfsuite.gate.statistics import Comparison, PointVerdict, thread_group
+from perfsuite.gate.judge import Comparison, Verdict
+from perfsuite.gate.statistics import thread_group
 from perfsuite.records import load_gate_report
 
 
-def _fmt_change(v: PointVerdict) -> str:
+def _fmt_change(v: Verdict) -> str:
     return "" if v.change is None else f"{v.change * 100:+.1f}%"
 
 
-def _fmt_ci(v: PointVerdict) -> str:
+def _fmt_ci(v: Verdict) -> str:
     return "" if v.ci is None else f"[{v.ci[0] * 100:+.1f}%, {v.ci[1] * 100:+.1f}%]"
 
 
-def _fmt_p(v: PointVerdict) -> str:
+def _fmt_p(v: Verdict) -> str:
     return "" if v.p_value is None else f"{v.p_value:.2g}"
 
 
-def _confirm(v: PointVerdict) -> str:
+def _confirm(v: Verdict) -> str:
     if v.verdict != "regressed":
         return ""
     return {True: "confirmed", False: "not confirmed", None: "unconfirmed"}[v.confirmed]
@@ -117,12 +120,10 @@ def junit(c: Comparison, fail_on: str) -> str:
     return ET.tostring(suite, encoding="unicode")
 
 
-def _png(fig) -> str:
+def png(fig: Figure) -> str:
+    """A figure as a data URI: pages that open with no network."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
@@ -134,15 +135,11 @@ def html_report(
     base_src: str,
     cur_src: str,
 ) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     figs = []
     ids = [v.id for v in c.verdicts if v.id in base_samples and v.id in cur_samples]
     if ids:
-        fig, ax = plt.subplots(figsize=(9, max(2.5, 0.35 * len(ids))))
+        fig = Figure(figsize=(9, max(2.5, 0.35 * len(ids))))
+        ax = fig.subplots()
         data, labels = [], []
         for i in ids:
             data += [base_samples[i] * 1e3, cur_samples[i] * 1e3]
@@ -152,15 +149,16 @@ def html_report(
         ax.set_xscale("log")
         ax.set_xlabel("latency per call, ms (log)")
         ax.set_title("baseline vs current distributions")
-        figs.append(("Distributions", _png(fig)))
+        figs.append(("Distributions", png(fig)))
     groups: dict = {}
     for pid, s in cur_stats.items():
         parts = pid.split("-")
         if len(parts) >= 6 and parts[3].startswith("t"):
             key = "-".join(parts[:3])
-            groups.setdefault(key, []).append((int(parts[3][1:]), s["throughput_ips"]))
+            groups.setdefault(key, []).append((int(parts[3][1:]), s.throughput_ips))
     if any(len(v) > 1 for v in groups.values()):
-        fig, ax = plt.subplots(figsize=(7, 4))
+        fig = Figure(figsize=(7, 4))
+        ax = fig.subplots()
         for key, pts in sorted(groups.items()):
             if len(pts) > 1:
                 pts.sort()
@@ -169,23 +167,24 @@ def html_report(
         ax.set_ylabel("items/s")
         ax.legend(fontsize=6)
         ax.set_title("throughput vs threads")
-        figs.append(("Throughput vs threads", _png(fig)))
+        figs.append(("Throughput vs threads", png(fig)))
     ratios = {}
     for pid, s in cur_stats.items():
         parts = pid.split("-")
         if len(parts) >= 3 and parts[2] != "fp32":
             fp32_id = "-".join(parts[:2] + ["fp32"] + parts[3:])
             if fp32_id in cur_stats:
-                ratios[pid] = s["throughput_ips"] / cur_stats[fp32_id]["throughput_ips"]
+                ratios[pid] = s.throughput_ips / cur_stats[fp32_id].throughput_ips
     if ratios:
-        fig, ax = plt.subplots(figsize=(7, max(2.5, 0.3 * len(ratios))))
+        fig = Figure(figsize=(7, max(2.5, 0.3 * len(ratios))))
+        ax = fig.subplots()
         names = sorted(ratios)
         ax.barh(names, [ratios[n] for n in names])
         ax.axvline(1.0, color="k", lw=0.8)
         ax.tick_params(axis="y", labelsize=6)
         ax.set_xlabel("throughput relative to FP32")
         ax.set_title("INT8/FP32 ratios")
-        figs.append(("INT8/FP32", _png(fig)))
+        figs.append(("INT8/FP32", png(fig)))
     rows = "".join(
         f"<tr class='{html.escape(v.verdict)}'><td>{html.escape(v.verdict)}</td>"
         f"<td><code>{html.escape(v.id)}</code></td><td>{_fmt_change(v)}</td><td>{_fmt_ci(v)}"
@@ -214,7 +213,7 @@ def as_json(c: Comparison, fail_on: str) -> dict:
         "machine_shift": c.machine_shift,
         "fail_on": fail_on,
         "failing": [v.id for v in c.failing(fail_on)],
-        "verdicts": [v.as_dict() for v in c.verdicts],
+        "verdicts": [v.model_dump(mode="json") for v in c.verdicts],
     }
 
 

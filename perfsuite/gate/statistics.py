@@ -1,30 +1,15 @@
-"""The regression gate's engine: compare current results with a baseline.
+"""The gate's statistics: the configuration, Holm's adjustment, the bootstrap interval of
+the ratio of medians, practical thresholds from a baseline's runs (and the one slow hiccup
+run set aside), machine-wide shifts per thread group and the factor that excuses a change.
+The rules that use them, and the order, are in ``perfsuite.gate.judge``.
 
-Per point (latency samples, lower is better):
-- a Mann-Whitney U test on the raw samples (two-sided), p-values adjusted across the sweep
-  with Holm's method (family-wise error rate <= alpha per sweep);
-- a bootstrap confidence interval (scipy.stats.bootstrap, percentile) of the ratio of medians
-  current/baseline;
-- ``regressed`` when the adjusted p < alpha, the whole interval lies above 1, and it reaches
-  the practical threshold (a slowdown of at least ``threshold`` is plausible). A significant
-  change that cannot reach the threshold is ``unchanged`` (the report still shows it).
-  ``improved`` mirrors it.
-- ``unstable`` when either side is too noisy to judge (robust CV, MAD/median, above
-  ``cv_limit``), or when the point moved with a machine-wide shift (below).
-
-Machine-wide shift: when most points moved the same way by more than ``burst_threshold``
-(median ratio), the whole machine was slower or faster (a noisy neighbour, thermal or frequency
-change), not 40 separate regressions. Points are then judged after dividing by the shift: those
-that only followed it are ``unstable`` (re-run), those that moved beyond it are still judged on
-the residual. A shift only ever explains a change away (``excusing_factor``): a point is
-divided by it only when that brings it nearer its baseline without crossing it, so under a
-faster machine a point that gained less than the others is ``unstable``, not ``regressed``. The
-shift is taken per group of points that run as many threads (ids ``...-t<N>-...``, at least 3
-points; else the whole sweep), because a neighbour takes more from points that need every core:
-in a real A/A run on the 2-core Zen 4 VM, against a baseline from quieter hours, all nine
-2-thread points read slower (median +8.9%, up to +32%) while the 1-thread ones moved +2-9%, and
-one 2-thread point at +12.2% failed the gate as a confirmed regression under the old
-sweep-wide, 10% rule.
+Machine-wide shift: when most points of a thread group moved the same way by more than
+``burst_threshold`` (median ratio), the machine was slower or faster (a noisy neighbour, a
+clock or thermal change), not 40 separate regressions. The shift is taken per group of points
+that run as many threads (ids ``...-t<N>-...``, at least 3 points; else the whole sweep),
+because a neighbour takes more from points that need every core: in a real A/A run on the
+2-core Zen 4 VM, against a baseline from quieter hours, all nine 2-thread points read slower
+(median +8.9%, up to +32%) while the 1-thread ones moved +2-9%.
 """
 
 from __future__ import annotations
@@ -32,24 +17,12 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
 
-from perfsuite.dispersion import cv, robust_cv
-
-VERDICTS = (
-    "improved",
-    "unchanged",
-    "regressed",
-    "unstable",
-    "new",
-    "missing",
-    "incomparable",
-    "error",
-)
-
+from perfsuite.dispersion import cv
 
 # The reason of a point that only followed its group's machine-wide shift (verdict unstable):
 # it is no suspect, so a re-measure may use it as the control (sweep.finish).
@@ -111,53 +84,7 @@ class GateConfig:
         return self.threshold
 
 
-@dataclass
-class PointVerdict:
-    id: str
-    verdict: str
-    change: float | None = None  # current/baseline median ratio - 1 (latency: + is slower)
-    ci: tuple[float, float] | None = None  # of the ratio - 1
-    p_value: float | None = None  # Holm-adjusted
-    baseline_median_ms: float | None = None
-    current_median_ms: float | None = None
-    reason: str = ""
-    confirmed: bool | None = None  # for regressions re-measured in the session
-    shift: float | None = None  # its group's machine-wide shift (ratio - 1), when there was one
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    def add_reason(self, text: str, *, first: bool = False) -> None:
-        parts = (text, self.reason) if first else (self.reason, text)
-        self.reason = "; ".join(x for x in parts if x)
-
-
-@dataclass
-class Comparison:
-    verdicts: list[PointVerdict]
-    comparable: bool
-    differences: dict  # must-match field -> (baseline, current)
-    tolerance_notes: list[str]
-    software_changes: dict  # field -> (baseline, current)
-    machine_shift: float | None  # sweep median ratio - 1, when a machine-wide shift was found
-
-    def counts(self) -> dict:
-        out = dict.fromkeys(VERDICTS, 0)
-        for v in self.verdicts:
-            out[v.verdict] += 1
-        return out
-
-    def failing(self, fail_on: str) -> list[PointVerdict]:
-        """Points that fail the gate under --perf-fail-on."""
-        if fail_on == "never":
-            return []
-        bad = [v for v in self.verdicts if v.verdict == "regressed" and v.confirmed is not False]
-        if fail_on == "unstable":
-            bad += [v for v in self.verdicts if v.verdict in ("unstable", "incomparable", "error")]
-        return bad
-
-
-def _ratio_ci(base: np.ndarray, cur: np.ndarray, cfg: GateConfig) -> tuple[float, float]:
+def ratio_ci(base: np.ndarray, cur: np.ndarray, cfg: GateConfig) -> tuple[float, float]:
     def ratio(b, c, axis=-1):
         return np.median(c, axis=axis) / np.median(b, axis=axis)
 
@@ -282,125 +209,6 @@ def machine_shifts(ratios: dict[str, float], cfg: GateConfig) -> dict[str, float
         shift = _moved_as_one([ratios[p] for p in pids], cfg) if own else sweep
         out.update(dict.fromkeys(pids, shift))
     return out
-
-
-def compare_samples(
-    baseline: dict[str, np.ndarray],
-    current: dict[str, np.ndarray],
-    cfg: GateConfig = GateConfig(),
-    errors: dict[str, str] | None = None,
-    baseline_runs: dict[str, list[float]] | None = None,
-) -> list[PointVerdict]:
-    """Verdicts for every id in either side (samples in seconds per call).
-
-    baseline_runs: per id, the medians of several baseline runs. Samples within one run are
-    not independent draws of the run-to-run variation (on a shared host, whole runs of one
-    point shift by several percent), so with two or more runs the threshold for that point
-    becomes at least 3x the between-run CV, and a regression must also leave the range of the
-    baseline runs."""
-    errors = errors or {}
-    baseline_runs = baseline_runs or {}
-    ids = sorted(set(baseline) | set(current) | set(errors))
-    verdicts: dict[str, PointVerdict] = {}
-    both = []
-    for pid in ids:
-        if pid in errors:
-            verdicts[pid] = PointVerdict(pid, "error", reason=errors[pid])
-        elif pid not in baseline:
-            verdicts[pid] = PointVerdict(pid, "new", reason="no baseline entry")
-        elif pid not in current:
-            verdicts[pid] = PointVerdict(pid, "missing", reason="in the baseline, not measured")
-        else:
-            both.append(pid)
-    # machine-wide shifts, per thread-count group, from the medians of the compared points
-    ratios = {pid: float(np.median(current[pid]) / np.median(baseline[pid])) for pid in both}
-    shifts = machine_shifts(ratios, cfg)
-    factors = {pid: excusing_factor(ratios[pid], shifts[pid]) for pid in both}
-    raw_p = []
-    for pid in both:
-        b = np.asarray(baseline[pid], float)
-        c = np.asarray(current[pid], float) / factors[pid]
-        raw_p.append(
-            float(stats.mannwhitneyu(b, c, alternative="two-sided").pvalue)
-            if b.size >= 2 and c.size >= 2
-            else 1.0
-        )
-    adjusted = holm(raw_p) if raw_p else []
-    for pid, p in zip(both, adjusted, strict=True):
-        shift = shifts[pid]
-        where = f" ({thread_group(pid)}-thread points)" if thread_group(pid) else ""
-        b = np.asarray(baseline[pid], float)
-        c_raw = np.asarray(current[pid], float)
-        excused = factors[pid] == shift  # judged beyond the shift
-        lagged = lagged_shift(ratios[pid], shift)
-        c = c_raw / factors[pid]
-        v = PointVerdict(
-            pid,
-            "unchanged",
-            p_value=p,
-            baseline_median_ms=float(np.median(b)) * 1e3,
-            current_median_ms=float(np.median(c_raw)) * 1e3,
-            change=float(np.median(c_raw) / np.median(b) - 1),
-            shift=None if shift is None else shift - 1,
-        )
-        if b.size < 2 or c.size < 2:
-            v.verdict, v.reason = "unstable", "fewer than 2 samples on one side"
-            verdicts[pid] = v
-            continue
-        lo, hi = _ratio_ci(b, c, cfg)
-        v.ci = (lo - 1, hi - 1)
-        runs = np.asarray(baseline_runs.get(pid, []), float)
-        slow_side = regression_runs(runs, cfg.threshold_for(pid))
-        t_slow, t_fast = slowdown_threshold(cfg, pid, runs), point_threshold(cfg, pid, runs)
-        cur_med = float(np.median(c))
-        outside_hi = outside_lo = True
-        if runs.size >= 2:
-            between = cv(runs)
-            outside_hi, outside_lo = cur_med > slow_side.max(), cur_med < runs.min()
-            v.reason = f"{runs.size} baseline runs, between-run CV {between:.1%}"
-            if slow_side.size < runs.size:
-                v.reason += (
-                    f" ({cv(slow_side):.1%} without a slow hiccup run of "
-                    f"{runs.max() * 1e3:.3g} ms, set aside for the regression side)"
-                )
-        cv_b, cv_c = robust_cv(b), robust_cv(c_raw)
-        if max(cv_b, cv_c) > cfg.cv_limit:
-            v.verdict = "unstable"
-            v.reason = (
-                f"spread too high to judge (robust CV {cv_b:.1%} baseline, {cv_c:.1%} current)"
-            )
-        elif p < cfg.alpha and lo > 1 and hi >= 1 + t_slow and outside_hi:
-            v.verdict = "regressed"
-        elif p < cfg.alpha and hi < 1 and lo <= 1 - t_fast and outside_lo:
-            v.verdict = "improved"
-        elif shift is not None and not lagged:
-            v.verdict = "unstable"
-            v.reason = f"{FOLLOWED_SHIFT} of {shift - 1:+.1%}{where}; re-run on a quiet machine"
-        elif shift is not None:
-            v.verdict = "unstable"
-            v.reason = (
-                f"{LAGGED_SHIFT} of {shift - 1:+.1%}{where} (moved "
-                f"{ratios[pid] / shift - 1:+.1%} beyond it, {ratios[pid] - 1:+.1%} unshifted): "
-                "uneven scaling or a change the shift hides; re-run on a baseline-speed machine"
-            )
-        elif p < cfg.alpha:
-            v.add_reason(
-                f"significant but below the {t_slow if cur_med > np.median(b) else t_fast:.0%} "
-                "threshold or inside the baseline runs' range"
-            )
-        if shift is not None and v.verdict in ("regressed", "improved"):
-            v.reason = (
-                f"beyond the machine-wide shift of {shift - 1:+.1%}{where}"
-                if excused
-                else f"{'slower' if v.verdict == 'regressed' else 'faster'} than the baseline "
-                f"even unshifted (machine-wide shift of {shift - 1:+.1%}{where})"
-            )
-        if runs.size < 2 and v.verdict in ("regressed", "improved"):
-            # Whole runs can shift (sub-ms ORT calls: up to 1.8x from one session to the
-            # next on this VM); one run cannot show how far, so say so beside the verdict.
-            v.add_reason(SINGLE_RUN_HINT)
-        verdicts[pid] = v
-    return [verdicts[pid] for pid in ids]
 
 
 def compare_fingerprints(base: dict, cur: dict) -> tuple[dict, list[str], dict]:

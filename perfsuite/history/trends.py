@@ -9,7 +9,7 @@ import io
 from collections import defaultdict
 from fnmatch import fnmatchcase
 
-from perfsuite.gate.history import Change, detect
+from perfsuite.history.changes import Change, detect
 from perfsuite.store.database import HistoryStore
 
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]

@@ -1,1 +1,67 @@
-"""Persistence: the baseline store."""
+"""Where runs and baselines are kept, chosen by URL (pytest-benchmark's ``load_storage``):
+a plain path or ``file://`` (run directories and baseline files), ``sqlite:///FILE`` or
+``postgresql+psycopg://...`` (the results history, ``store.database``). Every store offers
+the same ``Store`` protocol; a new kind is a class with ``schemes`` registered here, or by
+another package under the ``perfsuite.stores`` entry-point group."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import Protocol
+
+from perfsuite import records
+from perfsuite.store.baseline import BaselineError, Saved
+from perfsuite.store.database import HistoryStore, StoreError
+from perfsuite.store.files import FileStore
+
+
+class Store(Protocol):
+    safe_url: str  # the URL without its password: what may be printed
+
+    def add_run(self, run: records.Run) -> bool:
+        """Keep a finished run, from memory; False when the store has it already."""
+        ...
+
+    def baseline_location(self, hardware_class: str, profile: str) -> str: ...
+
+    def load_baseline(self, hardware_class: str, profile: str) -> records.Baseline | None: ...
+
+    def save_baseline(
+        self, fingerprint: dict, profile: str, results: list[records.Result], **how
+    ) -> Saved:
+        """Add ``results`` under ``how`` (update, add_run, instructions): ``baseline.merged``."""
+        ...
+
+    def close(self) -> None: ...
+
+
+STORES: dict[str, type] = {}
+
+
+def register(cls: type) -> type:
+    for scheme in cls.schemes:
+        STORES[scheme] = cls
+    return cls
+
+
+for _cls in (FileStore, HistoryStore):
+    register(_cls)
+
+
+def scheme_of(url: str) -> str:
+    return str(url).split("://", 1)[0] if "://" in str(url) else "file"
+
+
+def open_store(url: str) -> Store:
+    """The store for ``url``: a path or file:// URL, or a database URL."""
+    scheme = scheme_of(url)
+    if scheme not in STORES:
+        for ep in entry_points(group="perfsuite.stores"):
+            register(ep.load())
+    if scheme not in STORES:
+        known = ", ".join(f"{s}://" for s in sorted(STORES))
+        raise StoreError(f"result store {url!r}: unknown scheme {scheme!r} (known: {known})")
+    return STORES[scheme](url)
+
+
+__all__ = ["BaselineError", "Saved", "Store", "StoreError", "open_store", "register", "STORES"]

@@ -1,6 +1,7 @@
-"""The baseline store: ``<dir>/<hardware-class>/<profile>.json``, schema
-``perfsuite.baseline/2`` (``perfsuite.records.Baseline``; older files are upgraded on load;
-every load and every save validates).
+"""Baselines: what a run adds to one (``merged``, the same for every store) and the file
+form, ``<dir>/<hardware-class>/<profile>.json``, schema ``perfsuite.baseline/2``
+(``perfsuite.records.Baseline``; older files are upgraded on load; every load and every save
+validates).
 
 Saving is explicit, atomic, and refuses to lose data: a baseline of another hardware class is
 never overwritten, and existing entries are replaced only when the caller says so
@@ -15,11 +16,13 @@ import datetime as dt
 import json
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
+from filelock import FileLock, Timeout
 
 from perfsuite import records
-from perfsuite.files import atomic_write_text, json_default
+from perfsuite.files import atomic_write_text
 
 SCHEMA = records.BASELINE
 LOCK_TIMEOUT_S = 600.0  # another run's save takes well under a second; a stuck lock is named
@@ -29,14 +32,28 @@ MAX_RUNS = 10
 
 
 class BaselineError(ValueError):
-    """A baseline file is missing, corrupt, of another schema, or would be overwritten."""
+    """A baseline is missing, corrupt, of another schema, or would be overwritten."""
+
+
+class Saved(NamedTuple):
+    location: Path | str  # the file, or where in a database
+    added: list[str]
+    updated: list[str]
+    waited_s: float = 0.0
 
 
 def path_for(root: Path, hardware_class: str, profile: str) -> Path:
     return Path(root) / hardware_class / f"{profile}.json"
 
 
-def load(path: Path) -> dict:
+def read(data, source: str) -> records.Baseline:
+    try:
+        return records.load_baseline(data, f"baseline {source}")
+    except records.RecordError as exc:
+        raise BaselineError(str(exc)) from None
+
+
+def load(path: Path) -> records.Baseline:
     """The baseline at ``path``, upgraded to the current schema and validated."""
     try:
         data = json.loads(Path(path).read_text())
@@ -44,10 +61,11 @@ def load(path: Path) -> dict:
         raise BaselineError(f"no baseline at {path}") from None
     except (OSError, ValueError) as exc:
         raise BaselineError(f"baseline {path} is unreadable or corrupt: {exc}") from None
-    try:
-        return records.dump(records.load_baseline(data, f"baseline {path}"))
-    except records.RecordError as exc:
-        raise BaselineError(str(exc)) from None
+    return read(data, str(path))
+
+
+def text_of(baseline: records.Baseline) -> str:
+    return json.dumps(records.dump(baseline), indent=1, sort_keys=True)
 
 
 def thin_samples(samples: list[float]) -> list[float]:
@@ -57,52 +75,132 @@ def thin_samples(samples: list[float]) -> list[float]:
     return [float(samples[i]) for i in idx]  # evenly spaced in time: keeps drift visible
 
 
-def entry(record: dict) -> dict:
-    return {
-        "point": record["point"],
-        "samples_s": thin_samples(record["samples_s"]),
-        "stats": record["stats"],
-        "settings": record.get("settings", {}),
-        "software": record.get("software", {}),
-        "accuracy": record.get("accuracy"),
-        "recorded": dt.datetime.fromtimestamp(record["timestamp"], dt.UTC).isoformat(),
+def entry(result: records.Result) -> records.BaselineEntry:
+    return records.BaselineEntry(
+        point=result.point,
+        samples_s=thin_samples(result.samples_s),
+        stats=result.stats,
+        settings=result.settings,
+        software=result.software,
+        accuracy=result.accuracy,
+        recorded=dt.datetime.fromtimestamp(result.timestamp, dt.UTC).isoformat(),
         # each fresh session is a run: its median carries the run-to-run spread to the gate
-        "runs": [float(m) for m in record.get("session_medians_s") or []]
-        or [float(np.median(record["samples_s"]))],
-    }
+        runs=[float(m) for m in result.session_medians_s]
+        or [float(np.median(result.samples_s))],
+    )
 
 
-def _more_typical(old: dict, new: dict, centre: float) -> dict:
+def _more_typical(old, new, centre: float):
     """The entry whose samples' median is nearer the median of all runs (ties: the stored
     one). Keeping a transient slow run's samples would hide a later real regression."""
-    d_old = abs(float(np.median(old["samples_s"])) - centre)
-    d_new = abs(float(np.median(new["samples_s"])) - centre)
+    d_old = abs(float(np.median(old.samples_s)) - centre)
+    d_new = abs(float(np.median(new.samples_s)) - centre)
     return new if d_new < d_old else old
+
+
+def _instructions(old, instructions: dict | None, update: bool, now: str):
+    """The counts to keep, and whether they changed what was stored. Counts that differ from
+    stored ones are a code change: replaced only on update."""
+    if not instructions:
+        return old, False
+    new = records.InstructionCounts(
+        isa=instructions["isa"], counts=dict(instructions["counts"]), recorded=now
+    )
+    if old and (old.isa, old.counts) == (new.isa, new.counts):
+        return old, False
+    if old and not update:
+        changed = sorted(
+            k for k in set(old.counts) | set(new.counts) if old.counts.get(k) != new.counts.get(k)
+        )
+        raise BaselineError(
+            f"the baseline's instruction counts differ from this run's ({', '.join(changed)}): "
+            "pass --perf-update-baseline to replace them"
+        )
+    return new, True
+
+
+def merged(
+    old: records.Baseline | None,
+    fingerprint: dict,
+    profile: str,
+    results: list[records.Result],
+    *,
+    update: bool = False,
+    add_run: bool = False,
+    instructions: dict | None = None,
+    where: str = "the baseline",
+) -> tuple[records.Baseline, list[str], list[str]]:
+    """``old`` with the ok ``results`` added: (new baseline, added ids, updated ids).
+
+    update: replace existing entries (an accepted change: the run history restarts).
+    add_run: for existing entries, append this run's medians to the entry's run history (the
+    gate learns the between-run noise from it); the samples kept are the more typical run's."""
+    now = dt.datetime.now(dt.UTC).isoformat()
+    hw = fingerprint["hardware_class"]
+    if old is not None and old.hardware_class != hw:
+        raise BaselineError(
+            f"{where} belongs to hardware class {old.hardware_class}, "
+            f"this host is {hw}: refusing to overwrite"
+        )
+    host = {"fields": fingerprint["fields"], "classes": fingerprint["classes"]}
+    entries = dict(old.entries) if old else {}
+    ok = [r for r in results if r.ok]
+    existing = [r.id for r in ok if r.id in entries]
+    if existing and not (update or add_run):
+        raise BaselineError(
+            f"{where} already has {len(existing)} of these entries (e.g. {existing[0]}); "
+            "pass --perf-update-baseline to replace them, or --perf-add-baseline-run to add "
+            "this run to their history"
+        )
+    added = [r.id for r in ok if r.id not in entries]
+    counts, counts_changed = _instructions(old and old.instructions, instructions, update, now)
+    if counts_changed:
+        added.append("instructions")
+    for r in ok:
+        new, stored = entry(r), entries.get(r.id)
+        if add_run and stored is not None and not update:
+            runs = (list(stored.runs) + list(new.runs))[-MAX_RUNS:]
+            kept = _more_typical(stored, new, float(np.median(runs)))
+            new = kept.model_copy(update={"runs": runs})
+        entries[r.id] = new
+    history = list(old.history) if old else []
+    action = (
+        "created"
+        if not history
+        else (("run-added" if add_run and not update else "updated") if existing else "added")
+    )
+    software = {k: v for k, v in fingerprint["fields"].items() if k.startswith("software.")}
+    item = {"time": now, "action": action, "ids": sorted(added + existing), "software": software}
+    data = {
+        "schema": SCHEMA,
+        "hardware_class": hw,
+        "profile": old.profile if old else profile,
+        # the fingerprint follows the latest accepted run (software versions move)
+        "fingerprint": host if update or old is None else records.dump(old.fingerprint),
+        "entries": {k: records.dump(e) for k, e in entries.items()},
+        "history": [*(records.dump(h) for h in history), item][-HISTORY:],
+    }
+    if counts is not None:
+        data["instructions"] = records.dump(counts)
+    try:
+        baseline = records.load_baseline(data, f"baseline {where}")
+    except records.RecordError as exc:
+        raise BaselineError(f"refusing to write an invalid baseline: {exc}") from None
+    return baseline, added, existing
 
 
 def save(
     root: Path,
     fingerprint: dict,
     profile: str,
-    records_: list[dict],
+    results: list[records.Result],
     *,
     update: bool = False,
     add_run: bool = False,
     instructions: dict | None = None,
-) -> tuple[Path, list[str], list[str], float]:
-    """Add ``records_`` (status ok) to the baseline; returns (path, added ids, updated ids,
-    seconds waited for another run's save).
-
-    instructions: the run's kernel instruction counts ({"isa", "counts"}), kept beside the
-    entries. Counts that differ from stored ones are a code change: replaced only on update.
-
-    update: replace existing entries (an accepted change: the run history restarts).
-    add_run: for existing entries, append this run's medians to the entry's run history (the
-    gate learns the between-run noise from it); the samples kept are the more typical run's."""
-    from filelock import FileLock, Timeout
-
-    hw = fingerprint["hardware_class"]
-    path = path_for(root, hw, profile)
+) -> Saved:
+    """Add ``results`` (status ok) to the baseline file under ``root``, holding its lock."""
+    path = path_for(root, fingerprint["hardware_class"], profile)
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(path) + ".lock")
     t0 = time.monotonic()
@@ -115,87 +213,12 @@ def save(
         ) from None
     try:
         waited = time.monotonic() - t0
-        saved = _save_locked(
-            path, hw, fingerprint, profile, records_, update, add_run, instructions
-        )
-        return (*saved, waited)
+        old = load(path) if path.exists() else None
+        new, added, existing = merged(
+            old, fingerprint, profile, results, update=update, add_run=add_run,
+            instructions=instructions, where=str(path),
+        )  # fmt: skip
+        atomic_write_text(path, text_of(new))
+        return Saved(path, added, existing, waited)
     finally:
         lock.release()
-
-
-def _merge_instructions(data: dict, instructions: dict | None, update: bool, now: str) -> bool:
-    """Put the run's counts in ``data``; True when they changed what was stored."""
-    if not instructions:
-        return False
-    new = {"isa": instructions["isa"], "counts": dict(instructions["counts"]), "recorded": now}
-    old = data.get("instructions")
-    if old and (old["isa"], old["counts"]) == (new["isa"], new["counts"]):
-        return False
-    if old and not update:
-        changed = sorted(
-            k for k in set(old["counts"]) | set(new["counts"])
-            if old["counts"].get(k) != new["counts"].get(k)
-        )  # fmt: skip
-        raise BaselineError(
-            f"the baseline's instruction counts differ from this run's ({', '.join(changed)}): "
-            "pass --perf-update-baseline to replace them"
-        )
-    data["instructions"] = new
-    return True
-
-
-def _save_locked(path, hw, fingerprint, profile, records_, update, add_run, instructions=None):
-    now = dt.datetime.now(dt.UTC).isoformat()
-    if path.exists():
-        data = load(path)
-        if data["hardware_class"] != hw:
-            raise BaselineError(
-                f"{path} belongs to hardware class {data['hardware_class']}, "
-                f"this host is {hw}: refusing to overwrite"
-            )
-    else:
-        data = {
-            "schema": SCHEMA,
-            "hardware_class": hw,
-            "profile": profile,
-            "fingerprint": {"fields": fingerprint["fields"], "classes": fingerprint["classes"]},
-            "entries": {},
-            "history": [],
-        }
-    ok = [r for r in records_ if r.get("status") == "ok"]
-    existing = [r["id"] for r in ok if r["id"] in data["entries"]]
-    if existing and not (update or add_run):
-        raise BaselineError(
-            f"{path} already has {len(existing)} of these entries (e.g. {existing[0]}); "
-            "pass --perf-update-baseline to replace them, or --perf-add-baseline-run to add "
-            "this run to their history"
-        )
-    added = [r["id"] for r in ok if r["id"] not in data["entries"]]
-    if _merge_instructions(data, instructions, update, now):
-        added.append("instructions")
-    for r in ok:
-        new = entry(r)
-        old = data["entries"].get(r["id"])
-        if add_run and old is not None and not update:
-            runs = (old.get("runs", []) + new["runs"])[-MAX_RUNS:]
-            new = dict(_more_typical(old, new, float(np.median(runs))), runs=runs)
-        data["entries"][r["id"]] = new
-    if update:  # the fingerprint follows the latest accepted run (software versions move)
-        data["fingerprint"] = {"fields": fingerprint["fields"], "classes": fingerprint["classes"]}
-    software = {k: v for k, v in fingerprint["fields"].items() if k.startswith("software.")}
-    action = (
-        "created"
-        if not data["history"]
-        else (("run-added" if add_run and not update else "updated") if existing else "added")
-    )
-    data["history"] = (
-        data["history"]
-        + [{"time": now, "action": action, "ids": sorted(added + existing), "software": software}]
-    )[-HISTORY:]
-    text = json.dumps(data, indent=1, sort_keys=True, default=json_default)
-    try:
-        records.load_baseline(json.loads(text), f"baseline {path}")
-    except records.RecordError as exc:
-        raise BaselineError(f"refusing to write an invalid baseline: {exc}") from None
-    atomic_write_text(path, text)
-    return path, added, existing

@@ -22,7 +22,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
 from perfsuite import records
 from perfsuite.store import schema as t
-from perfsuite.store.baseline import BaselineError, thin_samples
+from perfsuite.store.baseline import BaselineError, Saved, merged, thin_samples
 from perfsuite.store.files import SUMMARY, read_run
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -79,7 +79,7 @@ class SeriesPoint:
 
 
 class HistoryStore:
-    scheme = "sql"
+    schemes = ("sqlite", "postgresql", "postgresql+psycopg")
 
     def __init__(self, url: str):
         self.url = url
@@ -155,59 +155,100 @@ class HistoryStore:
 
     def import_run(self, path: Path, *, commit: str | None = None) -> Imported:
         try:
-            fp, recs, run_dir = read_run(path)
-            summary = json.loads((run_dir / SUMMARY).read_text())
+            run = read_run(path)
         except BaselineError as exc:
             raise StoreError(str(exc)) from None
-        verdicts = _gate_verdicts(run_dir)
-        stamps = [r["timestamp"] for r in recs]
-        started = dt.datetime.fromtimestamp(min(stamps), dt.UTC)
-        key = _key("run", fp["fields"], recs)
-        run = {
-            "run_key": key,
+        return Imported("run", run.source, self.add_run(run, commit=commit))
+
+    def add_run(self, run: records.Run, *, commit: str | None = None) -> bool:
+        """Keep a finished run, from the objects in memory; False when it is here already
+        (keyed by its content: the same run from memory or from its directory is one)."""
+        fp = run.summary.fingerprint.as_dict()
+        results = run.results
+        verdicts = {v.id: v for v in run.gate.verdicts} if run.gate else {}
+        started = dt.datetime.fromtimestamp(min(r.timestamp for r in results), dt.UTC)
+        row = {
+            "run_key": _key("run", fp["fields"], [_canonical(r) for r in results]),
             "kind": "run",
             "started_at": started,
-            "profile": summary["profile"].get("name", "?"),
+            "profile": run.summary.profile.get("name", "?"),
             "perfsuite_version": fp["fields"].get("software.perfsuite"),
-            "software": recs[0].get("software", {}),
-            "commit": commit or summary.get("commit"),
-            "source": str(run_dir),
+            "software": results[0].software,
+            "commit": commit,
+            "source": run.source,
         }
-        added = self._write(fp, run, recs, verdicts)
-        return Imported("run", str(run_dir), added)
+        return self._write(fp, row, results, verdicts)
 
     def import_baseline(self, path: Path, data: dict) -> Imported:
         """A baseline as one run of kind 'baseline' (its entries' samples), dated by its
         newest entry; history series leave baselines out."""
         try:
-            base = records.dump(records.load_baseline(data, f"baseline {path}"))
+            base = records.load_baseline(data, f"baseline {path}")
         except records.RecordError as exc:
             raise StoreError(str(exc)) from None
-        fp = {"hardware_class": base["hardware_class"], **base["fingerprint"]}
-        recs = [
-            {
-                "id": pid,
-                "status": "ok",
-                "point": e["point"],
-                "samples_s": e["samples_s"],
-                "stats": e["stats"],
-                "software": e["software"],
-                "interference": None,
-            }
-            for pid, e in base["entries"].items()
-        ]
-        newest = max(e["recorded"] for e in base["entries"].values())
+        fp = {"hardware_class": base.hardware_class, **base.fingerprint.as_dict()}
+        results = [
+            records.Result(
+                id=pid, point=e.point, hardware_class=base.hardware_class, software=e.software,
+                timestamp=1.0, status="ok", samples_s=e.samples_s, stats=e.stats,
+            )
+            for pid, e in base.entries.items()
+        ]  # fmt: skip
+        newest = max(e.recorded for e in base.entries.values())
         run = {
-            "run_key": _key("baseline", base),
+            "run_key": _key("baseline", records.dump(base)),
             "kind": "baseline",
             "started_at": _utc(dt.datetime.fromisoformat(newest.replace("Z", "+00:00"))),
-            "profile": base["profile"],
+            "profile": base.profile,
             "perfsuite_version": fp["fields"].get("software.perfsuite"),
-            "software": recs[0]["software"] if recs else {},
+            "software": results[0].software if results else {},
             "commit": None,
             "source": str(path),
         }
-        return Imported("baseline", str(path), self._write(fp, run, recs, {}))
+        return Imported("baseline", str(path), self._write(fp, run, results, {}))
+
+    # --- baselines (the Store protocol): the whole document, one row per class/profile -------
+    def baseline_location(self, hardware_class: str, profile: str) -> str:
+        return f"{self.safe_url} (baseline {hardware_class}/{profile})"
+
+    def load_baseline(self, hardware_class: str, profile: str) -> records.Baseline | None:
+        with self.engine.connect() as conn:
+            doc = conn.scalar(_baseline_query(hardware_class, profile))
+        if doc is None:
+            return None
+        try:
+            return records.load_baseline(doc, self.baseline_location(hardware_class, profile))
+        except records.RecordError as exc:
+            raise BaselineError(str(exc)) from None
+
+    def save_baseline(
+        self, fingerprint: dict, profile: str, results: list[records.Result], **how
+    ) -> Saved:
+        """``baseline.merged`` in one transaction that holds the write lock (SQLite: BEGIN
+        IMMEDIATE; PostgreSQL: an advisory lock), so two runs saving take turns."""
+        hw = fingerprint["hardware_class"]
+        where = self.baseline_location(hw, profile)
+        with self.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(7070797267)"))
+            doc = conn.scalar(_baseline_query(hw, profile))
+            old = None if doc is None else records.load_baseline(doc, where)
+            new, added, updated = merged(old, fingerprint, profile, results, where=where, **how)
+            values = {"document": records.dump(new), "saved_at": dt.datetime.now(dt.UTC)}
+            if old is None:
+                conn.execute(
+                    t.baselines.insert().values(hardware_class=hw, profile=profile, **values)
+                )
+            else:
+                conn.execute(
+                    t.baselines.update()
+                    .where(t.baselines.c.hardware_class == hw, t.baselines.c.profile == profile)
+                    .values(**values)
+                )
+        return Saved(where, added, updated)
+
+    def close(self) -> None:
+        self.engine.dispose()
 
     def import_qualification(self, path: Path, data: dict) -> Imported:
         try:
@@ -259,20 +300,20 @@ class HistoryStore:
             )
         ).inserted_primary_key[0]
 
-    def _benchmarks(self, conn, recs: list[dict]) -> dict[str, int]:
-        names = sorted({r["id"] for r in recs})
+    def _benchmarks(self, conn, results: list[records.Result]) -> dict[str, int]:
+        names = sorted({r.id for r in results})
         rows = conn.execute(
             sa.select(t.benchmarks.c.name, t.benchmarks.c.id).where(t.benchmarks.c.name.in_(names))
         ).all()
         ids = dict(rows)
-        missing = [r for r in {r["id"]: r for r in recs}.values() if r["id"] not in ids]
+        missing = [r for r in {r.id: r for r in results}.values() if r.id not in ids]
         for r in missing:
-            ids[r["id"]] = conn.execute(
-                t.benchmarks.insert().values(name=r["id"], point=r["point"])
+            ids[r.id] = conn.execute(
+                t.benchmarks.insert().values(name=r.id, point=records.dump(r.point))
             ).inserted_primary_key[0]
         return ids
 
-    def _write(self, fp: dict, run: dict, recs: list[dict], verdicts: dict) -> bool:
+    def _write(self, fp: dict, run: dict, recs: list[records.Result], verdicts: dict) -> bool:
         with self.engine.begin() as conn:
             if conn.scalar(sa.select(t.runs.c.id).where(t.runs.c.run_key == run["run_key"])):
                 return False
@@ -281,19 +322,19 @@ class HistoryStore:
                 t.runs.insert().values(host_id=host_id, excluded=False, **run)
             ).inserted_primary_key[0]
             bench = self._benchmarks(conn, recs)
-            conn.execute(t.results.insert(), [_result_row(run_id, bench[r["id"]], r) for r in recs])
+            conn.execute(t.results.insert(), [_result_row(run_id, bench[r.id], r) for r in recs])
             rows = [
                 {
                     "run_id": run_id,
-                    "benchmark_id": bench[v["id"]],
-                    "verdict": v["verdict"],
-                    "change": v.get("change"),
-                    "p_value": v.get("p_value"),
-                    "confirmed": v.get("confirmed"),
-                    "reason": v.get("reason", ""),
+                    "benchmark_id": bench[v.id],
+                    "verdict": v.verdict,
+                    "change": v.change,
+                    "p_value": v.p_value,
+                    "confirmed": v.confirmed,
+                    "reason": v.reason,
                 }
                 for v in verdicts.values()
-                if v["id"] in bench
+                if v.id in bench
             ]
             if rows:
                 conn.execute(t.verdicts.insert(), rows)
@@ -515,24 +556,28 @@ def _sqlite_begin(conn) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def _result_row(run_id: int, benchmark_id: int, r: dict) -> dict:
-    stats = r.get("stats") or {}
-    interference = r.get("interference")
+def _canonical(result: records.Result) -> dict:
+    """A result's content for its run's key: every field, whether the file had it or not."""
+    return result.model_dump(mode="json", by_alias=True)
+
+
+def _result_row(run_id: int, benchmark_id: int, r: records.Result) -> dict:
+    stats = r.stats
     return {
         "run_id": run_id,
         "benchmark_id": benchmark_id,
-        "status": r["status"],
-        "latency_median_ms": stats.get("latency_p50_ms"),
-        "latency_p90_ms": stats.get("latency_p90_ms"),
-        "latency_p99_ms": stats.get("latency_p99_ms"),
-        "throughput_ips": stats.get("throughput_ips"),
-        "cv": stats.get("cv"),
-        "n": stats.get("n"),
-        "samples_s": thin_samples(r.get("samples_s") or []),
-        "stats": stats or None,
-        "interference": interference,
-        "contaminated": bool((interference or {}).get("contaminated")),
-        "error": r.get("error"),
+        "status": r.status,
+        "latency_median_ms": stats and stats.latency_p50_ms,
+        "latency_p90_ms": stats and stats.latency_p90_ms,
+        "latency_p99_ms": stats and stats.latency_p99_ms,
+        "throughput_ips": stats and stats.throughput_ips,
+        "cv": stats and stats.cv,
+        "n": stats and stats.n,
+        "samples_s": thin_samples(r.samples_s),
+        "stats": stats and records.dump(stats),
+        "interference": r.interference and records.dump(r.interference),
+        "contaminated": bool(r.interference and r.interference.contaminated),
+        "error": r.error,
     }
 
 
@@ -543,15 +588,9 @@ def _band(samples: list[float] | None, value: float, metric: str) -> tuple[float
     return float(q1), float(q3)
 
 
-def _gate_verdicts(run_dir: Path) -> dict:
-    path = run_dir / "gate.json"
-    if not path.is_file():
-        return {}
-    try:
-        gate = records.dump(records.load_gate_report(json.loads(path.read_text()), str(path)))
-    except (OSError, ValueError) as exc:
-        raise StoreError(f"{path}: {exc}") from None
-    return {v["id"]: v for v in gate["verdicts"]}
+def _baseline_query(hardware_class: str, profile: str):
+    c = t.baselines.c
+    return sa.select(c.document).where(c.hardware_class == hardware_class, c.profile == profile)
 
 
 def _globs_meet(glob: str, pattern: str) -> bool:

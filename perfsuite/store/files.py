@@ -1,4 +1,4 @@
-"""The file store: run directories and baseline files on disk. The only module that knows
+"""The file store: run directories and baseline files on disk, the one module that knows
 the layout (pytest-benchmark's ``file://`` storage, chosen by URL the same way):
 
     <results>/<YYYYmmdd-HHMMSS>-<profile>[-N]/points/<id>.json     one result record each
@@ -17,9 +17,9 @@ import json
 from pathlib import Path
 
 from perfsuite import records
-from perfsuite.files import atomic_write_text, json_default
+from perfsuite.files import atomic_write_text
 from perfsuite.store import baseline as baseline_file
-from perfsuite.store.baseline import BaselineError
+from perfsuite.store.baseline import BaselineError, Saved
 
 SUMMARY = "summary.json"
 
@@ -49,21 +49,26 @@ class RunDir:
                 continue
         raise OSError(f"cannot claim a run directory under {self._results}")
 
-    def write_result(self, record: dict, *, remeasure: bool = False) -> Path:
-        folder, suffix = ("remeasured", ".remeasure") if remeasure else ("points", "")
-        path = self.path / folder / f"{record['id']}{suffix}.json"
-        atomic_write_text(path, json.dumps(record, indent=1, default=json_default))
+    def write_result(self, result: records.Result) -> Path:
+        folder, suffix = ("remeasured", ".remeasure") if result.remeasure else ("points", "")
+        path = self.path / folder / f"{result.id}{suffix}.json"
+        atomic_write_text(path, json.dumps(records.dump(result), indent=1))
         return path
 
-    def write_summary(self, summary: dict) -> Path:
+    def write_summary(self, summary: records.RunSummary) -> Path:
         path = self.path / SUMMARY
-        atomic_write_text(path, json.dumps(summary, indent=1, default=json_default))
+        atomic_write_text(path, json.dumps(records.dump(summary), indent=1))
         return path
 
+    def write(self, run: records.Run) -> Path:
+        for result in run.results:
+            self.write_result(result)
+        return self.write_summary(run.summary)
 
-def read_run(path: Path) -> tuple[dict, list[dict], Path]:
-    """(fingerprint, validated records, run directory) of a run directory or its summary.json.
-    Raises BaselineError naming the file and field of anything invalid."""
+
+def read_run(path: Path) -> records.Run:
+    """The run in a run directory (or its summary.json), validated. Raises BaselineError
+    naming the file and field of anything invalid."""
     path = Path(path)
     run_dir = path.parent if path.name == SUMMARY else path
     summary = run_dir / SUMMARY
@@ -76,17 +81,19 @@ def read_run(path: Path) -> tuple[dict, list[dict], Path]:
     try:
         head = json.loads(summary.read_text())
         raw = [json.loads(p.read_text()) for p in points]
+        gate_file = run_dir / "gate.json"
+        gate = json.loads(gate_file.read_text()) if gate_file.is_file() else None
     except (OSError, ValueError) as exc:
         raise BaselineError(f"run directory {run_dir} is unreadable: {exc}") from None
     try:  # every reader validates: a NaN sample must not become "unchanged +nan%"
-        fp = records.load_run_summary(head, str(summary)).fingerprint.model_dump()
-        recs = [
-            records.dump(records.load_result(r, f"record {p}"))
-            for r, p in zip(raw, points, strict=True)
-        ]
+        return records.Run(
+            summary=records.load_run_summary(head, str(summary)),
+            results=[records.load_result(r, f"record {p}") for r, p in zip(raw, points, strict=True)],
+            gate=None if gate is None else records.load_gate_report(gate, str(gate_file)),
+            source=str(run_dir),
+        )  # fmt: skip
     except records.RecordError as exc:
         raise BaselineError(str(exc)) from None
-    return fp, recs, run_dir
 
 
 def is_baseline_file(path: Path) -> bool:
@@ -95,43 +102,47 @@ def is_baseline_file(path: Path) -> bool:
 
 
 class FileStore:
-    scheme = "file"
+    """Run directories under ``root`` and baselines under ``root/<class>/<profile>.json``
+    (the baselines folder of a repository is such a root)."""
 
-    def __init__(self, results: Path, baselines: Path):
-        self.results, self.baselines = Path(results), Path(baselines)
+    schemes = ("file",)
+
+    def __init__(self, url: str | Path):
+        self.root = _path(url)
+        self.safe_url = str(self.root)
 
     def new_run(self, profile: str) -> RunDir:
-        return RunDir(self.results, profile)
+        return RunDir(self.root, profile)
+
+    def add_run(self, run: records.Run) -> bool:
+        """Keep ``run`` as a run directory here; False when it is one already."""
+        if run.source and Path(run.source).parent.resolve() == self.root.resolve():
+            return False
+        RunDir(self.root, run.summary.profile.get("name", "run")).write(run)
+        return True
 
     def runs(self) -> list[Path]:
         """Run directories, oldest first."""
-        if not self.results.is_dir():
+        if not self.root.is_dir():
             return []
-        return sorted(p for p in self.results.iterdir() if (p / SUMMARY).is_file())
+        return sorted(p for p in self.root.iterdir() if (p / SUMMARY).is_file())
 
-    def baseline_path(self, hardware_class: str, profile: str) -> Path:
-        return baseline_file.path_for(self.baselines, hardware_class, profile)
+    def baseline_location(self, hardware_class: str, profile: str) -> str:
+        return str(baseline_file.path_for(self.root, hardware_class, profile))
 
-    def load_baseline(self, hardware_class: str, profile: str) -> dict | None:
-        path = self.baseline_path(hardware_class, profile)
+    def load_baseline(self, hardware_class: str, profile: str) -> records.Baseline | None:
+        path = baseline_file.path_for(self.root, hardware_class, profile)
         return baseline_file.load(path) if path.exists() else None
 
-    def save_baseline(self, fingerprint: dict, profile: str, recs: list[dict], **how):
-        return baseline_file.save(self.baselines, fingerprint, profile, recs, **how)
+    def save_baseline(
+        self, fingerprint: dict, profile: str, results: list[records.Result], **how
+    ) -> Saved:
+        return baseline_file.save(self.root, fingerprint, profile, results, **how)
+
+    def close(self) -> None:
+        pass
 
 
 def _path(url: str | Path) -> Path:
     text = str(url)
-    if text.startswith("file://"):
-        return Path(text[len("file://") :])
-    if "://" in text:
-        scheme = text.split("://", 1)[0]
-        raise ValueError(
-            f"result store {text!r}: unknown scheme {scheme!r} (this build has file://)"
-        )
-    return Path(text)
-
-
-def open_store(results: str | Path, baselines: str | Path) -> FileStore:
-    """The store for ``results`` and ``baselines`` locations: plain paths or file:// URLs."""
-    return FileStore(_path(results), _path(baselines))
+    return Path(text[len("file://") :]) if text.startswith("file://") else Path(text)

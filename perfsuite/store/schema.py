@@ -152,3 +152,14 @@ qualifications = Table(
     Column("verdict", String(8), nullable=False),
     Column("report", JSON, nullable=False),
 )
+
+baselines = Table(  # revision 0002: baselines kept in the database (the Store protocol)
+    "baselines",
+    metadata,
+    _id(),
+    Column("hardware_class", String(128), nullable=False),
+    Column("profile", String(64), nullable=False),
+    Column("document", JSON, nullable=False),  # a whole perfsuite.baseline/2
+    Column("saved_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("hardware_class", "profile"),
+)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import importlib.resources
 import math
 import tomllib
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from perfsuite.host.topology import Topology
-from perfsuite.records import SPARK_PATTERNS, point_id
+from perfsuite.records import SPARK_PATTERNS, Point, SparkSpec
 
 LIST_KEYS = ("models", "frameworks", "precisions", "threads", "numa_nodes", "batch", "mode")
 # Optional keys, so profiles written before Spark points and instruction counts stay valid.
@@ -71,14 +71,7 @@ class Profile:
         }
 
 
-@dataclass(frozen=True)
-class Spark:
-    pattern: str  # partition (mapInArrow, a session per Python worker) | rdd_map (the article)
-    slots: int  # concurrent tasks (= partitions)
-    cpus_per_task: int  # framework threads in each task
-
-
-def parse_spark(spec: str, cores: int) -> Spark | None:
+def parse_spark(spec: str, cores: int) -> SparkSpec | None:
     """ "none" -> None; "partition" -> one 1-CPU slot per core; "partition:2x1" -> as given."""
     if spec == "none":
         return None
@@ -88,39 +81,14 @@ def parse_spark(spec: str, cores: int) -> Spark | None:
             f"spark {spec!r}: unknown pattern {pattern!r}; valid: none, {', '.join(SPARK_PATTERNS)}"
         )
     if not shape:
-        return Spark(pattern, cores, 1)
+        return SparkSpec(pattern=pattern, slots=cores, cpus_per_task=1)
     slots, _, cpus = shape.partition("x")
     counts = [int(v) for v in (slots, cpus) if v.isdigit()]
     if len(counts) != 2 or not all(1 <= c <= MAX_COUNT for c in counts):
         raise PlanError(
             f"spark {spec!r}: use <pattern>:<slots>x<cpus per task>, e.g. partition:2x1"
         )
-    return Spark(pattern, int(slots), int(cpus))
-
-
-@dataclass(frozen=True)
-class Point:
-    model: str
-    framework: str
-    precision: str
-    threads: int
-    numa_node: int | None  # None: no binding
-    batch: int
-    mode: str
-    threads_spec: str = ""  # how the count was asked for ("1", "cores", "auto", ...)
-    skip: str | None = None
-    spark: Spark | None = None  # a Spark point: threads = slots x cpus_per_task
-
-    @property
-    def id(self) -> str:
-        return point_id(asdict(self))
-
-    def as_dict(self) -> dict:
-        d = asdict(self)
-        d["id"] = self.id
-        if self.spark is None:
-            del d["spark"]  # single-process records keep their pre-Spark shape
-        return d
+    return SparkSpec(pattern=pattern, slots=int(slots), cpus_per_task=int(cpus))
 
 
 def _choices(what: str, values, valid) -> None:
@@ -322,7 +290,7 @@ def expand(
                     candidates += _spark_points(profile, model, node, cores, unavailable)
                     for p in candidates:
                         skip = p.skip or node_skip or _skip(fw, prec, unavailable, bf16)
-                        p = replace(p, framework=fw, precision=prec, skip=skip)
+                        p = p.but(framework=fw, precision=prec, skip=skip)
                         if p.id not in seen:
                             seen.add(p.id)
                             points.append(p)
@@ -340,7 +308,10 @@ def _single_process(profile, model, node, cores, physical, l3_mb, model_mb) -> l
         for threads in counts:
             for batch in profile.batch:
                 for mode in profile.mode:
-                    out.append(Point(model, "", "", threads, node, batch, mode, tspec))
+                    out.append(
+                        Point(model=model, framework="", precision="", threads=threads,
+                              numa_node=node, batch=batch, mode=mode, threads_spec=tspec)
+                    )  # fmt: skip
     return out
 
 
@@ -362,7 +333,10 @@ def _spark_points(profile, model, node, cores, unavailable) -> list[Point]:
             )
         batches = (1,) if spark.pattern == "rdd_map" else profile.batch
         for batch in batches:
-            out.append(Point(model, "", "", threads, node, batch, "throughput", spec, skip, spark))
+            out.append(
+                Point(model=model, framework="", precision="", threads=threads, numa_node=node,
+                      batch=batch, mode="throughput", threads_spec=spec, skip=skip, spark=spark)
+            )  # fmt: skip
     return out
 
 
@@ -380,4 +354,4 @@ def _skip(fw, prec, unavailable, bf16) -> str | None:
 
 
 def with_threads(point: Point, threads: int) -> Point:
-    return replace(point, threads=threads)
+    return point.but(threads=threads)

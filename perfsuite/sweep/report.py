@@ -4,26 +4,34 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from perfsuite.records import Point, Result
+
 # The tuning article's claim, checked per host class, never assumed.
 ARTICLE_INT8_CLAIM = (3.8, 5.2)
 # What an OpenVINO point really ran at (its effective INFERENCE_PRECISION_HINT).
 _RAN_AS = {"f32": "fp32", "bf16": "bf16", "f16": "f16"}
 
 
-def contaminated(record: dict) -> bool:
+def contaminated(result: Result) -> bool:
     """The point's kept measurement window was disturbed by other processes or steal."""
-    return bool((record.get("interference") or {}).get("contaminated"))
+    return bool(result.interference and result.interference.contaminated)
 
 
-def precision_label(record: dict) -> str:
+def precision_label(result: Result) -> str:
     """The point's precision, and what it really ran as when the framework says otherwise:
     a bf16 run must never read as fp32, nor an fp32 run as bf16."""
-    prec = record["point"]["precision"]
-    hint = (record.get("settings") or {}).get("INFERENCE_PRECISION_HINT")
+    prec = result.point.precision
+    hint = result.settings.get("INFERENCE_PRECISION_HINT")
     ran = _RAN_AS.get(str(hint).lower()) if hint is not None else None
     if ran is None or ran == prec or prec.startswith("int8"):
         return prec
     return f"{prec}(ran {ran})"
+
+
+def table_key(p: Point, precision: str | None = None) -> tuple:
+    """A point's row key: the same point at another precision shares all but that."""
+    prec = p.precision if precision is None else precision
+    return (p.model, p.framework, prec, p.threads, p.numa_node, p.batch, p.mode)
 
 
 def int8_claim(
@@ -67,53 +75,52 @@ def int8_claim(
     return lines
 
 
-def run_label(point: dict) -> str:
+def run_label(point: Point) -> str:
     """How the point ran: batch and mode, or the Spark pattern and slots x CPUs per task."""
-    spark = point.get("spark")
+    spark = point.spark
     if spark:
-        shape = f"{spark['slots']}x{spark['cpus_per_task']}"
-        return f"spark {spark['pattern']} {shape} b{point['batch']}"
-    return f"b{point['batch']}" + (" throughput" if point["mode"] == "throughput" else "")
+        shape = f"{spark.slots}x{spark.cpus_per_task}"
+        return f"spark {spark.pattern} {shape} b{point.batch}"
+    return f"b{point.batch}" + (" throughput" if point.mode == "throughput" else "")
 
 
-def spark_lines(write: Callable[[str], None], ok: list[dict]) -> None:
+def spark_lines(write: Callable[[str], None], ok: list[Result]) -> None:
     """Each Spark point against the best single-process throughput at the same total threads
     (model, framework, precision, node): the Spark overhead, measured in the same run."""
     best: dict = {}
     for r in ok:
-        p = r["point"]
-        if p.get("spark"):
+        p = r.point
+        if p.spark:
             continue
-        key = (p["model"], p["framework"], p["precision"], p["threads"], p["numa_node"])
-        if r["stats"]["throughput_ips"] > best.get(key, (0.0, None))[0]:
-            best[key] = (r["stats"]["throughput_ips"], run_label(p))
-    for r in sorted(ok, key=lambda r: r["id"]):
-        p = r["point"]
-        if not p.get("spark"):
+        key = (p.model, p.framework, p.precision, p.threads, p.numa_node)
+        if r.stats.throughput_ips > best.get(key, (0.0, None))[0]:
+            best[key] = (r.stats.throughput_ips, run_label(p))
+    for r in sorted(ok, key=lambda r: r.id):
+        p = r.point
+        if not p.spark:
             continue
-        key = (p["model"], p["framework"], p["precision"], p["threads"], p["numa_node"])
-        ips = r["stats"]["throughput_ips"]
-        sp = r.get("spark") or {}
+        key = (p.model, p.framework, p.precision, p.threads, p.numa_node)
+        ips = r.stats.throughput_ips
         cost = ""
-        if sp.get("session_build_s"):
-            cost = f"; session build {max(sp['session_build_s']):.2f} s per worker (warm-up pass)"
+        if r.spark and r.spark.session_build_s:
+            cost = f"; session build {max(r.spark.session_build_s):.2f} s per worker (warm-up pass)"
         if key in best:
             ref, how = best[key]
             write(
-                f"Spark/single-process {p['model']} {p['framework']} {p['precision']} "
+                f"Spark/single-process {p.model} {p.framework} {p.precision} "
                 f"{run_label(p)}: {ips:.2f} / {ref:.2f} items/s = {ips / ref:.2f}x of the best "
-                f"single-process t{p['threads']} ({how}){cost}"
+                f"single-process t{p.threads} ({how}){cost}"
             )
         else:
             write(
-                f"Spark {p['model']} {p['framework']} {p['precision']} {run_label(p)}: "
-                f"{ips:.2f} items/s (no single-process point at t{p['threads']} to compare){cost}"
+                f"Spark {p.model} {p.framework} {p.precision} {run_label(p)}: "
+                f"{ips:.2f} items/s (no single-process point at t{p.threads} to compare){cost}"
             )
 
 
 def sweep_table(
     write: Callable[[str], None],
-    records: list[dict],
+    records: list[Result],
     formula_threads: Callable[[str], int] | None = None,
     *,
     hardware_class: str | None = None,
@@ -123,65 +130,52 @@ def sweep_table(
     """framework | precision | threads | node | throughput | p50/p99 | spread, then INT8/FP32
     and BF16/FP32 ratios per framework, the article's INT8 claim as measured on this host
     class, and the article's thread formula against the measured best."""
-    ok = [r for r in records if r["status"] == "ok"]
-    sessions = any("between_session_cv" in r["stats"] for r in ok)  # CV of session medians
+    ok = [r for r in records if r.ok]
+    sessions = any(r.stats.between_session_cv is not None for r in ok)  # of session medians
     write(
         f"{'model':<12} {'framework':<12} {'precision':<15} {'thr':>3} {'node':>7} "
         f"{'run':<24} {'items/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CV':>6}"
         + (f" {'sess CV':>7}" if sessions else "")
         + "  accuracy"
     )
-    for r in sorted(records, key=lambda r: r["id"]):
-        p = r["point"]
-        node = "-" if p["numa_node"] is None else str(p["numa_node"])
+    for r in sorted(records, key=lambda r: r.id):
+        p = r.point
+        node = "-" if p.numa_node is None else str(p.numa_node)
         head = (
-            f"{p['model']:<12} {p['framework']:<12} {precision_label(r):<15} "
-            f"{p['threads']:>3} {node:>7} {run_label(p):<24}"
+            f"{p.model:<12} {p.framework:<12} {precision_label(r):<15} "
+            f"{p.threads:>3} {node:>7} {run_label(p):<24}"
         )
-        if r["status"] != "ok":
-            write(f"{head} ERROR: {r['error']}")
+        if not r.ok:
+            write(f"{head} ERROR: {r.error}")
             continue
-        s = r["stats"]
-        p99 = f"{s['latency_p99_ms']:>8.2f}" + ("" if s["p99_reliable"] else "*")
-        acc = r.get("accuracy")
-        acc_txt = (
-            f"{acc['metric']}={acc['value']:.2f} {'ok' if acc['passed'] else 'FAIL'}" if acc else ""
-        )
+        s = r.stats
+        p99 = f"{s.latency_p99_ms:>8.2f}" + ("" if s.p99_reliable else "*")
+        acc = r.accuracy
+        acc_txt = f"{acc.metric}={acc.value:.2f} {'ok' if acc.passed else 'FAIL'}" if acc else ""
         between_txt = ""
         if sessions:
-            between = s.get("between_session_cv")
+            between = s.between_session_cv
             between_txt = f" {between * 100:>6.1f}%" if between is not None else f" {'-':>7}"
         flag = "!" if contaminated(r) else " "
         write(
-            f"{head} {s['throughput_ips']:>9.2f}{flag}{s['latency_p50_ms']:>8.2f} {p99} "
-            f"{s['cv'] * 100:>5.1f}%{between_txt}  {acc_txt}"
+            f"{head} {s.throughput_ips:>9.2f}{flag}{s.latency_p50_ms:>8.2f} {p99} "
+            f"{s.cv * 100:>5.1f}%{between_txt}  {acc_txt}"
         )
-    if any(not r["stats"]["p99_reliable"] for r in ok):
+    if any(not r.stats.p99_reliable for r in ok):
         write("* p99 rests on fewer than 100 samples: read it as 'about the max'")
     for r in ok:
         if contaminated(r):
-            w = r["interference"]["sessions"][-1]
+            w = r.interference.sessions[-1]
             write(
-                f"! {r['id']}: measured while other processes used {w['foreign_share']:.0%} of "
-                f"the CPUs (steal {w['steal_share']:.0%}) even after "
-                f"{r['interference']['retries']} re-measure(s): not a reliable figure"
+                f"! {r.id}: measured while other processes used {w.foreign_share:.0%} of "
+                f"the CPUs (steal {w.steal_share:.0%}) even after "
+                f"{r.interference.retries} re-measure(s): not a reliable figure"
             )
     for line in speed_lines(ok):
         write(line)
-    single = [r for r in ok if not r["point"].get("spark")]
+    single = [r for r in ok if not r.point.spark]
     spark_lines(write, ok)
-    by_key = {
-        (
-            r["point"]["model"],
-            r["point"]["framework"],
-            r["point"]["precision"],
-            r["point"]["threads"],
-            r["point"]["numa_node"],
-            r["point"]["batch"],
-            r["point"]["mode"],
-        ): r["stats"]["throughput_ips"]
-        for r in single
-    }
+    by_key = {table_key(r.point): r.stats.throughput_ips for r in single}
     ratios: dict[str, list[str]] = {"INT8": [], "BF16": []}
     for (m, fw, prec, t, n, b, mode), ips in sorted(by_key.items(), key=str):
         fp32 = by_key.get((m, fw, "fp32", t, n, b, mode))
@@ -215,19 +209,19 @@ def sweep_table(
             )
 
 
-def speed_lines(records: list[dict]) -> list[str]:
+def speed_lines(records: list[Result]) -> list[str]:
     """The range of the calibration probes (1 thread, before and after each window) over the
     run: how much the machine's speed moved while it was measured."""
     probes = [
         x
         for r in records
-        for s in (r.get("calibration") or {}).get("sessions", [])
-        for x in (s["before"], s["after"])
+        for s in (r.calibration.sessions if r.calibration else [])
+        for x in (s.before, s.after)
     ]
     if not probes:
         return []
-    fma = [x["fma_gflops"] for x in probes]
-    bw = [x["triad_gbs"] for x in probes]
+    fma = [x.fma_gflops for x in probes]
+    bw = [x.triad_gbs for x in probes]
     return [
         f"machine speed (calibration probes, 1 thread): FMA {min(fma):.1f}-{max(fma):.1f} "
         f"GFLOP/s, triad {min(bw):.1f}-{max(bw):.1f} GB/s over {len(probes)} probes"

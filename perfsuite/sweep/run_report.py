@@ -9,8 +9,14 @@ import html
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend to choose
+
 from perfsuite.files import atomic_write_text
-from perfsuite.sweep.report import speed_lines, sweep_table
+from perfsuite.gate.report import png
+from perfsuite.prepare import models, quantize
+from perfsuite.prepare.diagnose import diagnose
+from perfsuite.records import Point, Result
+from perfsuite.sweep.report import contaminated, speed_lines, sweep_table, table_key
 
 
 @dataclass
@@ -27,25 +33,16 @@ class SlowInt8:
         return [head + ":"] + [f"  - {r}" for r in self.reasons]
 
 
-def _key(point: dict, precision: str) -> tuple:
-    p = point
-    return (p["model"], p["framework"], precision, p["threads"], p["numa_node"], p["batch"],
-            p["mode"])  # fmt: skip
-
-
 def _cpu_flags(fingerprint: dict) -> dict:
     fields = fingerprint.get("fields", {})
     return {k[4:]: v for k, v in fields.items() if k.startswith("isa.")}
 
 
-def _reasons(point: dict, flags: dict, flops_per_item: float | None = None) -> list[str]:
+def _reasons(point: Point, flags: dict, flops_per_item: float | None = None) -> list[str]:
     """The diagnosis of the variant that was measured (cached, so no rebuild here)."""
-    from perfsuite.prepare import models, quantize
-    from perfsuite.prepare.diagnose import diagnose
-
-    prec = point["precision"]
+    prec = point.precision
     try:
-        variant = quantize.prepare(models.get(point["model"]), prec, point["framework"])
+        variant = quantize.prepare(models.get(point.model), prec, point.framework)
         static = prec in ("int8_static", "int8_static_rr")
         return diagnose(
             variant.path,
@@ -58,21 +55,21 @@ def _reasons(point: dict, flags: dict, flops_per_item: float | None = None) -> l
         return [f"diagnosis unavailable: {exc.__class__.__name__}: {exc}"]
 
 
-def slow_int8(records: list[dict], fingerprint: dict, diagnose=_reasons) -> list[SlowInt8]:
+def slow_int8(records: list[Result], fingerprint: dict, diagnose=_reasons) -> list[SlowInt8]:
     """Every INT8 point measured slower than its FP32 point, with the causes found."""
-    ok = [r for r in records if r.get("status") == "ok"]
-    fp32 = {_key(r["point"], "fp32"): r for r in ok if r["point"]["precision"] == "fp32"}
+    ok = [r for r in records if r.ok]
+    fp32 = {table_key(r.point): r for r in ok if r.point.precision == "fp32"}
     flags = _cpu_flags(fingerprint)
     out = []
-    for r in sorted(ok, key=lambda r: r["id"]):
-        p = r["point"]
-        base = fp32.get(_key(p, "fp32"))
-        if not p["precision"].startswith("int8") or base is None:
+    for r in sorted(ok, key=lambda r: r.id):
+        p = r.point
+        base = fp32.get(table_key(p, "fp32"))
+        if not p.precision.startswith("int8") or base is None:
             continue
-        ratio = r["stats"]["throughput_ips"] / base["stats"]["throughput_ips"]
+        ratio = r.stats.throughput_ips / base.stats.throughput_ips
         if ratio < 1:
-            flops = (r.get("model") or {}).get("flops_per_item")
-            out.append(SlowInt8(r["id"], base["id"], ratio, diagnose(p, flags, flops)))
+            flops = r.model.flops_per_item if r.model else None
+            out.append(SlowInt8(r.id, base.id, ratio, diagnose(p, flags, flops)))
     return out
 
 
@@ -94,36 +91,31 @@ def report_lines(records, fingerprint, formula_threads=None, slow=()) -> list[st
     return lines
 
 
-def _plots(records: list[dict]) -> list[tuple[str, str]]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from perfsuite.gate.report import _png
-
-    ok = [r for r in records if r.get("status") == "ok"]
+def _plots(records: list[Result]) -> list[tuple[str, str]]:
+    ok = [r for r in records if r.ok]
     figs = []
     if ok:
-        fig, ax = plt.subplots(figsize=(9, max(2.5, 0.3 * len(ok))))
-        ok = sorted(ok, key=lambda r: r["id"])
+        fig = Figure(figsize=(9, max(2.5, 0.3 * len(ok))))
+        ax = fig.subplots()
+        ok = sorted(ok, key=lambda r: r.id)
         ax.boxplot(
-            [[s * 1e3 for s in r["samples_s"]] for r in ok],
+            [[s * 1e3 for s in r.samples_s] for r in ok],
             orientation="horizontal",
             showfliers=False,
         )
-        ax.set_yticks(range(1, len(ok) + 1), [r["id"] for r in ok], fontsize=6)
+        ax.set_yticks(range(1, len(ok) + 1), [r.id for r in ok], fontsize=6)
         ax.set_xscale("log")
         ax.set_xlabel("latency per call, ms (log)")
         ax.set_title("latency distributions")
-        figs.append(("Latency", _png(fig)))
+        figs.append(("Latency", png(fig)))
     groups: dict = {}
     for r in ok:
-        p = r["point"]
-        label = f"{p['model']} {p['framework']} {p['precision']}"
-        groups.setdefault(label, []).append((p["threads"], r["stats"]["throughput_ips"]))
+        p = r.point
+        label = f"{p.model} {p.framework} {p.precision}"
+        groups.setdefault(label, []).append((p.threads, r.stats.throughput_ips))
     if any(len(v) > 1 for v in groups.values()):
-        fig, ax = plt.subplots(figsize=(7, 4))
+        fig = Figure(figsize=(7, 4))
+        ax = fig.subplots()
         for label, pts in sorted(groups.items()):
             if len(pts) > 1:
                 pts.sort()
@@ -132,12 +124,12 @@ def _plots(records: list[dict]) -> list[tuple[str, str]]:
         ax.set_ylabel("items/s")
         ax.legend(fontsize=6)
         ax.set_title("throughput vs threads")
-        figs.append(("Throughput vs threads", _png(fig)))
+        figs.append(("Throughput vs threads", png(fig)))
     return figs
 
 
 def html_page(
-    records: list[dict],
+    records: list[Result],
     fingerprint: dict,
     lines: list[str],
     slow: list[SlowInt8],
@@ -160,11 +152,11 @@ def html_page(
         diag = f"<h2>Slow INT8 diagnosis</h2><ul id='slow-int8'>{items}</ul>"
     else:
         diag = "<h2>Slow INT8 diagnosis</h2><p>No INT8 point is slower than its FP32 point.</p>"
-    dirty = [r for r in records if (r.get("interference") or {}).get("contaminated")]
+    dirty = [r for r in records if contaminated(r)]
     if dirty:
         items = "".join(
-            f"<li><code>{esc(r['id'])}</code>: other processes used "
-            f"{r['interference']['sessions'][-1]['foreign_share']:.0%} of the CPUs</li>"
+            f"<li><code>{esc(r.id)}</code>: other processes used "
+            f"{r.interference.sessions[-1].foreign_share:.0%} of the CPUs</li>"
             for r in dirty
         )
         diag += f"<h2>Contaminated measurements</h2><ul id='contaminated'>{items}</ul>"

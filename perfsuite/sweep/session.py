@@ -19,7 +19,11 @@ import time
 from pathlib import Path
 
 from perfsuite import records
+from perfsuite.execute.executors import DEFAULT, get_executor
+from perfsuite.execute.isolation import WorkerError
 from perfsuite.files import json_default
+from perfsuite.store import Store, open_store
+from perfsuite.store.files import RunDir
 from perfsuite.sweep.plan import Point, Profile, article_threads, expand
 
 RESULT_SCHEMA = records.RESULT
@@ -36,12 +40,9 @@ class PerfSession:
         baselines: Path | None = None,
         spark_master: str | None = None,
     ):
-        from perfsuite.execute.executors import DEFAULT, get_executor
-        from perfsuite.store.files import open_store
-
         self.profile = profile
-        self.store = open_store(out_dir, baselines or Path("baselines"))
-        self.run_handle = self.store.new_run(profile.name)
+        self.baselines: Store = open_store(str(baselines or "baselines"))
+        self.run_handle = RunDir(Path(out_dir), profile.name)
         self.executor = get_executor(
             executor or DEFAULT,
             timeout=profile.timeout,
@@ -50,7 +51,7 @@ class PerfSession:
         )
         self.topo = topo
         self.fingerprint = fingerprint
-        self.records: list[dict] = []
+        self.records: list[records.Result] = []
         self.counters = False  # perf stat around each measurement window (--perf-counters)
         self.gates: dict = {}
         self._points: list[Point] | None = None
@@ -104,16 +105,14 @@ class PerfSession:
             self.gates[key] = accuracy.evaluate(model, variant, point.framework)
         return self.gates[key]
 
-    def run(self, point: Point, *, keep: bool = True) -> dict:
+    def run(self, point: Point, *, keep: bool = True) -> records.Result:
         """Measure one point with the run's executor (``perfsuite.execute.executors``).
         keep=False (confirmation re-measures) writes the record but leaves it out of this
         run's results."""
-        from perfsuite.execute.isolation import WorkerError
-
-        record = {
+        head = {
             "schema": RESULT_SCHEMA,
             "id": point.id,
-            "point": point.as_dict(),
+            "point": records.dump(point),
             "hardware_class": self.fingerprint["hardware_class"],
             "software": {
                 k: v
@@ -125,27 +124,28 @@ class PerfSession:
             "error": None,
         }
         gate = self.gate(point)
-        record["accuracy"] = gate.as_dict() if gate else None
-        try:
-            record.update(self.executor.run(point.as_dict(), self.protocol()))
+        head["accuracy"] = gate.as_dict() if gate else None
+        if not keep:
+            head["remeasure"] = True
+        try:  # the worker contract is JSON: what comes back is read as a record here
+            measured = self.executor.run(records.dump(point), self.protocol())
         except WorkerError as exc:
-            record.update(
-                status="error",
-                error=str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__,
-                error_detail=str(exc),
-            )
+            first = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
+            measured = {"status": "error", "error": first, "error_detail": str(exc)}
+        data = json.loads(json.dumps({**head, **measured}, default=json_default))
         try:
-            records.check_result(json.loads(json.dumps(record, default=json_default)))
+            result = records.load_result(data)
         except records.RecordError as exc:  # never store (or gate on) an invalid measurement
-            record.update(status="error", error=str(exc), samples_s=[], stats=None)
-            record.pop("session_medians_s", None)
+            failed = {"status": "error", "error": str(exc), "samples_s": [], "stats": None}
+            try:  # keep what else was measured when that part is valid
+                rest = {k: v for k, v in data.items() if k != "session_medians_s"}
+                result = records.load_result({**rest, **failed})
+            except records.RecordError:
+                result = records.load_result({**head, **failed})
+        self.run_handle.write_result(result)
         if keep:
-            self._write(record)
-            self.records.append(record)
-        else:
-            record["remeasure"] = True
-            self._write(record, suffix=".remeasure")
-        return record
+            self.records.append(result)
+        return result
 
     def close(self) -> None:
         """Stop what the sweep started (the SparkSession of Spark points)."""
@@ -155,27 +155,26 @@ class PerfSession:
     def run_dir(self) -> Path:
         return self.run_handle.path
 
-    def _write(self, record: dict, suffix: str = "") -> None:
-        self.run_handle.write_result(record, remeasure=bool(suffix))
+    def summary(self) -> records.RunSummary:
+        return run_summary(self.profile.as_dict(), self.fingerprint, self.records)
 
     def write_summary(self) -> Path | None:
         if not self.records:
             return None
-        return self.run_handle.write_summary(
-            run_summary(self.profile.as_dict(), self.fingerprint, self.records)
-        )
+        return self.run_handle.write_summary(self.summary())
 
 
-def run_summary(profile: dict, fingerprint: dict, results: list[dict]) -> dict:
-    """A run directory's summary.json, validated like every record perfsuite writes (a bug
-    must not leave a bad file)."""
-    summary = {
-        "schema": "perfsuite.run/1",
-        "profile": profile,
-        "fingerprint": fingerprint,
-        "points": [
-            {k: r.get(k) for k in ("id", "status", "error", "stats", "accuracy")} for r in results
-        ],
-    }
-    records.load_run_summary(json.loads(json.dumps(summary, default=json_default)))
-    return summary
+def run_summary(profile: dict, fingerprint: dict, results: list[records.Result]):
+    """A run directory's summary (``perfsuite.run/1``)."""
+    return records.RunSummary.model_validate(
+        {
+            "schema": records.RUN,
+            "profile": profile,
+            "fingerprint": fingerprint,
+            "points": [
+                {"id": r.id, "status": r.status, "error": r.error, "stats": r.stats,
+                 "accuracy": r.accuracy}
+                for r in results
+            ],
+        }
+    )  # fmt: skip

@@ -1,0 +1,522 @@
+"""The regression gate, in one place: ``judge(baseline, current, config) -> Comparison``
+decides every point's verdict, and ``confirm(comparison, ...) -> Comparison`` settles the
+regressions it found once they have been measured again. Both are pure: samples in,
+verdicts out; measuring, files and hosts belong to the callers (sweep.finish, cli compare).
+
+The rules, in the order they are applied (each a small object in ``RULES`` below):
+
+0. Comparable: must-match fingerprint fields and the hardware class agree, or every point is
+   ``incomparable``.
+   Presence: a point that failed is ``error``; one without a baseline entry ``new``; one
+   in the baseline but not measured ``missing``.
+1. ``FewSamples``: fewer than two samples on a side: ``unstable``.
+2. ``Spread``: either side too noisy to judge (robust CV above ``cv_limit``): ``unstable``.
+3. ``PracticalChange``: ``regressed`` when the Holm-adjusted Mann-Whitney p < alpha, the
+   whole bootstrap interval of the ratio of medians lies above 1 and reaches the point's
+   practical threshold, and the median leaves the range of the baseline's runs; ``improved``
+   mirrors it. The threshold is at least 3x the baseline runs' between-run CV, over the runs
+   ``HiccupRun`` keeps for the slow side.
+4. ``MachineShift``: a point judged unmoved while its thread group moved as one is
+   ``unstable`` (it followed the shift, or it lagged it); regressions and improvements
+   under a shift say how they relate to it. A shift only ever explains a change away
+   (``statistics.excusing_factor``): it never makes one.
+5. ``SingleRun``: a regression or improvement against a one-run baseline says that the
+   baseline's run-to-run spread is unknown.
+6. ``Contamination``: a point measured while other processes took the CPUs can say nothing
+   either way: a regression or improvement becomes ``unstable``.
+
+Then ``confirm``: each regression was measured again with a control point beside it; it is
+confirmed only when the re-measure repeats at the practical size and the control stayed put
+(else ``unstable``: the machine moved, not the code).
+
+Instruction counts are exact and need no statistics: ``judge_counts``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy import stats
+
+from perfsuite import records
+from perfsuite.dispersion import cv, robust_cv
+from perfsuite.gate.statistics import (
+    FOLLOWED_SHIFT,
+    LAGGED_SHIFT,
+    SINGLE_RUN_HINT,
+    GateConfig,
+    compare_fingerprints,
+    excusing_factor,
+    holm,
+    lagged_shift,
+    machine_shifts,
+    point_threshold,
+    ratio_ci,
+    regression_runs,
+    slowdown_threshold,
+    thread_group,
+)
+
+Verdict = records.Verdict
+VERDICTS = records.VERDICTS
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: samples (seconds per call) per point id, and what the gate
+    needs to know about them."""
+
+    fingerprint: Mapping  # fields, classes, hardware_class
+    samples: Mapping[str, np.ndarray]
+    source: str
+    errors: Mapping[str, str] = field(default_factory=dict)
+    stats: Mapping[str, records.Stats] = field(default_factory=dict)
+    runs: Mapping[str, list[float]] = field(default_factory=dict)  # baseline: run medians
+    contaminated: Mapping[str, str] = field(default_factory=dict)  # id -> what disturbed it
+
+    @classmethod
+    def of_results(cls, fingerprint: Mapping, results, source: str = "this run") -> Side:
+        ok = [r for r in results if r.ok]
+        return cls(
+            fingerprint,
+            {r.id: np.asarray(r.samples_s, float) for r in ok},
+            source,
+            errors={r.id: r.error or "error" for r in results if not r.ok},
+            stats={r.id: r.stats for r in ok},
+            contaminated={r.id: r.contaminated for r in ok if r.contaminated},
+        )
+
+    @classmethod
+    def of_baseline(cls, baseline: records.Baseline, source: str) -> Side:
+        fp = {
+            "fields": baseline.fingerprint.fields,
+            "classes": baseline.fingerprint.classes,
+            "hardware_class": baseline.hardware_class,
+        }
+        entries = baseline.entries
+        return cls(
+            fp,
+            {k: np.asarray(e.samples_s, float) for k, e in entries.items()},
+            source,
+            stats={k: e.stats for k, e in entries.items()},
+            runs={k: list(e.runs) for k, e in entries.items()},
+        )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    verdicts: tuple[Verdict, ...]
+    comparable: bool
+    differences: dict  # must-match field -> (baseline, current)
+    tolerance_notes: tuple[str, ...] = ()
+    software_changes: dict = field(default_factory=dict)  # field -> (baseline, current)
+    machine_shift: float | None = None  # median change of the shifted points
+
+    def counts(self) -> dict:
+        out = dict.fromkeys(VERDICTS, 0)
+        for v in self.verdicts:
+            out[v.verdict] += 1
+        return out
+
+    def failing(self, fail_on: str) -> list[Verdict]:
+        """Points that fail the gate under --fail-on."""
+        if fail_on == "never":
+            return []
+        bad = [v for v in self.verdicts if v.verdict == "regressed" and v.confirmed is not False]
+        if fail_on == "unstable":
+            bad += [v for v in self.verdicts if v.verdict in ("unstable", "incomparable", "error")]
+        return bad
+
+
+# -- what the rules see of one point -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Evidence:
+    id: str
+    base: np.ndarray
+    current: np.ndarray  # as measured
+    judged: np.ndarray  # divided by the machine factor that explains it (1 if none)
+    ratio: float  # current/baseline median, as measured
+    shift: float | None  # its group's machine-wide shift (a ratio), when there was one
+    factor: float
+    p_value: float  # Holm-adjusted, on ``judged``
+    runs: np.ndarray  # medians of the baseline's runs
+    contaminated: str | None
+    config: GateConfig
+
+
+def _reason(v: Verdict, text: str, *, first: bool = False) -> Verdict:
+    parts = (text, v.reason) if first else (v.reason, text)
+    return v.model_copy(update={"reason": "; ".join(x for x in parts if x)})
+
+
+def _set(v: Verdict, **changes) -> Verdict:
+    return v.model_copy(update=changes)
+
+
+def _group(pid: str) -> str:
+    return f" ({thread_group(pid)}-thread points)" if thread_group(pid) else ""
+
+
+# -- the rules, in order -----------------------------------------------------------------------
+# Each takes the evidence and the verdict so far and returns the verdict after it; ``final``
+# marks a verdict no later rule but Contamination may change.
+
+
+class FewSamples:
+    name = "few-samples"
+
+    def __call__(self, e: Evidence, v: Verdict) -> Verdict:
+        if e.base.size < 2 or e.judged.size < 2:
+            return _set(v, verdict="unstable", reason="fewer than 2 samples on one side")
+        lo, hi = ratio_ci(e.base, e.judged, e.config)
+        return _set(v, ci=(lo - 1, hi - 1))
+
+
+class Spread:
+    name = "spread"
+
+    def __call__(self, e: Evidence, v: Verdict) -> Verdict:
+        cv_b, cv_c = robust_cv(e.base), robust_cv(e.current)
+        if max(cv_b, cv_c) > e.config.cv_limit:
+            return _set(
+                v,
+                verdict="unstable",
+                reason=f"spread too high to judge (robust CV {cv_b:.1%} baseline, "
+                f"{cv_c:.1%} current)",
+            )
+        return v
+
+
+class HiccupRun:
+    """One slow hiccup run in the baseline is set aside for the slow side
+    (``statistics.regression_runs``)."""
+
+    name = "hiccup-run"
+
+    def slow_side(self, e: Evidence) -> np.ndarray:
+        return regression_runs(e.runs, e.config.threshold_for(e.id))
+
+    def reason(self, e: Evidence) -> str:
+        if e.runs.size < 2:
+            return ""
+        kept = self.slow_side(e)
+        text = f"{e.runs.size} baseline runs, between-run CV {cv(e.runs):.1%}"
+        if kept.size < e.runs.size:
+            text += (
+                f" ({cv(kept):.1%} without a slow hiccup run of "
+                f"{e.runs.max() * 1e3:.3g} ms, set aside for the regression side)"
+            )
+        return text
+
+
+class PracticalChange:
+    """Significant, past the practical threshold, and outside the baseline runs' range."""
+
+    name = "practical-change"
+
+    def __init__(self, hiccup: HiccupRun):
+        self.hiccup = hiccup
+
+    def __call__(self, e: Evidence, v: Verdict) -> Verdict:
+        cfg, (lo, hi) = e.config, (1 + v.ci[0], 1 + v.ci[1])
+        t_slow = slowdown_threshold(cfg, e.id, e.runs)
+        t_fast = point_threshold(cfg, e.id, e.runs)
+        med = float(np.median(e.judged))
+        outside_hi = outside_lo = True
+        if e.runs.size >= 2:
+            outside_hi, outside_lo = med > self.hiccup.slow_side(e).max(), med < e.runs.min()
+        significant = e.p_value < cfg.alpha
+        if significant and lo > 1 and hi >= 1 + t_slow and outside_hi:
+            return _set(v, verdict="regressed")
+        if significant and hi < 1 and lo <= 1 - t_fast and outside_lo:
+            return _set(v, verdict="improved")
+        if significant and e.shift is None:
+            t = t_slow if med > np.median(e.base) else t_fast
+            return _reason(
+                v, f"significant but below the {t:.0%} threshold or inside the baseline runs' range"
+            )
+        return v
+
+
+class MachineShift:
+    name = "machine-shift"
+
+    def __call__(self, e: Evidence, v: Verdict) -> Verdict:
+        shift = e.shift
+        if shift is None:
+            return v
+        where = _group(e.id)
+        if v.verdict in ("regressed", "improved"):
+            excused = e.factor == shift  # judged beyond the shift
+            return _set(
+                v,
+                reason=f"beyond the machine-wide shift of {shift - 1:+.1%}{where}"
+                if excused
+                else f"{'slower' if v.verdict == 'regressed' else 'faster'} than the baseline "
+                f"even unshifted (machine-wide shift of {shift - 1:+.1%}{where})",
+            )
+        if not lagged_shift(e.ratio, shift):
+            return _set(
+                v,
+                verdict="unstable",
+                reason=f"{FOLLOWED_SHIFT} of {shift - 1:+.1%}{where}; re-run on a quiet machine",
+            )
+        return _set(
+            v,
+            verdict="unstable",
+            reason=f"{LAGGED_SHIFT} of {shift - 1:+.1%}{where} (moved "
+            f"{e.ratio / shift - 1:+.1%} beyond it, {e.ratio - 1:+.1%} unshifted): "
+            "uneven scaling or a change the shift hides; re-run on a baseline-speed machine",
+        )
+
+
+class SingleRun:
+    name = "single-run"
+
+    def __call__(self, e: Evidence, v: Verdict) -> Verdict:
+        # Whole runs can shift (sub-ms ORT calls: up to 1.8x from one session to the next on
+        # the 2-vCPU VM); one run cannot show how far, so say so beside the verdict.
+        if e.runs.size < 2 and v.verdict in ("regressed", "improved"):
+            return _reason(v, SINGLE_RUN_HINT)
+        return v
+
+
+class Contamination:
+    name = "contamination"
+
+    def __call__(self, e: Evidence | None, v: Verdict, why: str | None = None) -> Verdict:
+        why = why if e is None else e.contaminated
+        if why and v.verdict in ("regressed", "improved"):
+            v = _set(v, verdict="unstable", confirmed=None)
+            return _reason(v, f"contaminated while measured ({why})", first=True)
+        if why:
+            return _reason(v, f"contaminated while measured ({why})")
+        return v
+
+
+_HICCUP = HiccupRun()
+# The order is the documentation above; a rule after a decided ``unstable`` does not run.
+RULES: tuple[Callable[[Evidence, Verdict], Verdict], ...] = (
+    FewSamples(),
+    Spread(),
+    PracticalChange(_HICCUP),
+    MachineShift(),
+    SingleRun(),
+)
+CONTAMINATION = Contamination()
+
+
+def _evidence(base: Side, cur: Side, ids: list[str], cfg: GateConfig) -> dict[str, Evidence]:
+    ratios = {i: float(np.median(cur.samples[i]) / np.median(base.samples[i])) for i in ids}
+    shifts = machine_shifts(ratios, cfg)
+    factors = {i: excusing_factor(ratios[i], shifts[i]) for i in ids}
+    judged = {i: np.asarray(cur.samples[i], float) / factors[i] for i in ids}
+    raw_p = [
+        float(stats.mannwhitneyu(base.samples[i], judged[i], alternative="two-sided").pvalue)
+        if len(base.samples[i]) >= 2 and judged[i].size >= 2
+        else 1.0
+        for i in ids
+    ]
+    adjusted = holm(raw_p) if raw_p else []
+    return {
+        i: Evidence(
+            i,
+            np.asarray(base.samples[i], float),
+            np.asarray(cur.samples[i], float),
+            judged[i],
+            ratios[i],
+            shifts[i],
+            factors[i],
+            p,
+            np.asarray(base.runs.get(i, []), float),
+            cur.contaminated.get(i),
+            cfg,
+        )
+        for i, p in zip(ids, adjusted, strict=True)
+    }
+
+
+def _judge_point(e: Evidence) -> Verdict:
+    b_med, c_med = float(np.median(e.base)), float(np.median(e.current))
+    v = Verdict(
+        id=e.id,
+        verdict="unchanged",
+        p_value=e.p_value,
+        baseline_median_ms=b_med * 1e3,
+        current_median_ms=c_med * 1e3,
+        change=c_med / b_med - 1,
+        shift=None if e.shift is None else e.shift - 1,
+        reason=_HICCUP.reason(e),
+    )
+    for rule in RULES:
+        v = rule(e, v)
+        if v.verdict == "unstable":
+            break
+    return CONTAMINATION(e, v)
+
+
+def judge(base: Side, cur: Side, cfg: GateConfig | None = None) -> Comparison:
+    """Every point's verdict: comparability, presence, then the rules in order."""
+    cfg = cfg or GateConfig()
+    must, notes, software = compare_fingerprints(base.fingerprint, cur.fingerprint)
+    hw_b, hw_c = base.fingerprint.get("hardware_class"), cur.fingerprint.get("hardware_class")
+    if hw_b != hw_c:
+        must.setdefault("hardware_class", (hw_b, hw_c))
+    ids = sorted(set(base.samples) | set(cur.samples) | set(cur.errors))
+    if must:
+        named = ", ".join(f"{k} ({a} -> {b})" for k, (a, b) in must.items())
+        verdicts = tuple(
+            Verdict(id=i, verdict="incomparable", reason=f"different hardware: {named}")
+            for i in ids
+        )
+        return Comparison(verdicts, False, must, tuple(notes), software, None)
+    both = [i for i in ids if i not in cur.errors and i in base.samples and i in cur.samples]
+    evidence = _evidence(base, cur, both, cfg)
+    out = []
+    for i in ids:
+        if i in cur.errors:
+            v = Verdict(id=i, verdict="error", reason=cur.errors[i])
+        elif i not in base.samples:
+            v = Verdict(id=i, verdict="new", reason="no baseline entry")
+        elif i not in cur.samples:
+            v = Verdict(id=i, verdict="missing", reason="in the baseline, not measured")
+        else:
+            out.append(_judge_point(evidence[i]))
+            continue
+        out.append(CONTAMINATION(None, v, cur.contaminated.get(i)))
+    changes = [v.change for v in out if v.change is not None]
+    shifted = any(v.shift is not None for v in out)
+    shift = (float(np.median(changes)) if changes else 0.0) if shifted else None
+    return Comparison(tuple(out), True, must, tuple(notes), software, shift)
+
+
+def compare_samples(
+    baseline: Mapping[str, np.ndarray],
+    current: Mapping[str, np.ndarray],
+    cfg: GateConfig | None = None,
+    errors: Mapping[str, str] | None = None,
+    baseline_runs: Mapping[str, list[float]] | None = None,
+) -> list[Verdict]:
+    """``judge`` on bare samples (one host, no fingerprint): the verdicts only."""
+    fp = {"fields": {}, "classes": {}}
+    base = Side(fp, dict(baseline), "baseline", runs=dict(baseline_runs or {}))
+    cur = Side(fp, dict(current), "current", errors=dict(errors or {}))
+    return list(judge(base, cur, cfg).verdicts)
+
+
+# -- confirmation ------------------------------------------------------------------------------
+
+
+def control_for(comparison: Comparison, suspect: str, points: Mapping) -> str | None:
+    """The settled point most like ``suspect`` to re-measure beside it: same framework and
+    threads first, then same threads, then the least moved beyond its shift. Under a
+    machine-wide shift no point is 'unchanged', and those that only followed it are no
+    suspects either. Host noise is not uniform: in one real A/A run against an older
+    baseline, OpenVINO 1-thread points read 7-16% slower while onnxruntime's read 2-25%
+    faster, and a control from the other framework could not show the noise.
+    ``points`` maps ids to records.Point."""
+    me = points[suspect]
+    settled = [
+        v
+        for v in comparison.verdicts
+        if v.id in points and (v.verdict == "unchanged" or v.reason.startswith(FOLLOWED_SHIFT))
+    ]
+
+    def unlike(v: Verdict):
+        p = points[v.id]
+        moved = (1 + (v.change or 0.0)) / (1 + (v.shift or 0.0)) - 1
+        return (p.framework != me.framework, p.threads != me.threads, abs(moved))
+
+    return min(settled, key=unlike).id if settled else None
+
+
+@dataclass(frozen=True)
+class Remeasure:
+    """A suspect measured again, with its control: samples, or the error that stopped it."""
+
+    samples: np.ndarray | None
+    error: str | None = None
+    control: str | None = None
+    control_samples: np.ndarray | None = None
+
+
+def _judged_again(v: Verdict, samples: np.ndarray, base: Side, cfg: GateConfig):
+    """A re-measure against the baseline, after its group's shift when that explains it
+    away, as for the first reading: during a noisy stretch the re-measure is as shifted."""
+    shift = None if v.shift is None else 1 + v.shift
+    ratio = float(np.median(samples) / np.median(base.samples[v.id]))
+    factor = excusing_factor(ratio, shift)
+    one = Side(base.fingerprint, {v.id: base.samples[v.id]}, base.source,
+               runs={v.id: base.runs.get(v.id, [])})  # fmt: skip
+    cur = Side(base.fingerprint, {v.id: samples / factor}, "re-measure")
+    return judge(one, cur, cfg).verdicts[0], shift is not None and factor == shift
+
+
+def confirm(
+    comparison: Comparison, base: Side, remeasured: Mapping[str, Remeasure], cfg: GateConfig
+) -> Comparison:
+    """Settle each re-measured regression: confirmed only if the slowdown repeats at the
+    point's practical size (at least 3x its baseline's between-run CV, as for the first
+    reading: a +5.3% re-measure of a point whose threshold was 6.9% once confirmed a false
+    alarm in a real A/A run), not merely significantly; ``unstable`` when its control moved
+    too."""
+    by_id = {v.id: v for v in comparison.verdicts}
+    out = []
+    for v in comparison.verdicts:
+        again = remeasured.get(v.id)
+        if v.verdict != "regressed" or again is None:
+            out.append(v)
+            continue
+        ctrl_moved = False
+        if again.control is not None and again.control_samples is not None:
+            ctrl = _judged_again(by_id[again.control], again.control_samples, base, cfg)[0]
+            ctrl_moved = ctrl.verdict in ("regressed", "improved")
+        if again.samples is None:
+            out.append(_set(v, confirmed=False, reason=f"re-measure failed: {again.error}"))
+            continue
+        re, excused = _judged_again(v, again.samples, base, cfg)
+        if ctrl_moved:
+            reason = f"control point {again.control} moved too on re-measure: machine noise"
+            out.append(_set(v, verdict="unstable", confirmed=None, reason=reason))
+            continue
+        threshold = slowdown_threshold(cfg, v.id, base.runs.get(v.id, []))
+        v = _set(
+            v,
+            confirmed=bool(
+                re.verdict == "regressed" and re.change is not None and re.change >= threshold
+            ),
+        )
+        if re.change is not None:
+            beyond = " beyond the shift" if excused else ""
+            v = _reason(v, f"re-measured {re.change:+.1%}{beyond}", first=True)
+        out.append(v)
+    return replace(comparison, verdicts=tuple(out))
+
+
+# -- instruction counts ------------------------------------------------------------------------
+
+COUNT_THRESHOLD = 0.01  # counts are exact: 1% more instructions is a code change
+
+
+def judge_counts(
+    base: Mapping[str, int], cur: Mapping[str, int], threshold: float = COUNT_THRESHOLD
+) -> list[tuple[str, int | None, int | None, float | None, str]]:
+    """(id, baseline, current, change, verdict) per kernel point; exact, so no statistics."""
+    rows = []
+    for key in sorted(set(base) | set(cur)):
+        b, c = base.get(key), cur.get(key)
+        if b is None or c is None:
+            rows.append((key, b, c, None, "new" if b is None else "missing"))
+            continue
+        change = c / b - 1
+        verdict = (
+            "regressed" if change > threshold else "improved" if change < -threshold
+            else "unchanged"
+        )  # fmt: skip
+        rows.append((key, b, c, change, verdict))
+    return rows
+

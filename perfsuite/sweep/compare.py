@@ -1,0 +1,53 @@
+"""Either side of an offline comparison (``perfsuite compare BASELINE CURRENT``, qualify's
+inference check): a baseline file, a run directory or its summary.json, or a store URL
+(``sqlite:///...``, ``postgresql+psycopg://...``, ``file://DIR``), whose baseline for the
+current run's hardware class and profile is taken."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perfsuite.gate.judge import Side
+from perfsuite.store import BaselineError, StoreError, open_store, scheme_of
+from perfsuite.store import baseline as baseline_file
+from perfsuite.store.files import is_baseline_file, read_run
+
+
+def load_side(path: str | Path) -> Side:
+    """A baseline file or a run directory (or its summary.json), validated on the way in."""
+    if is_baseline_file(Path(path)):
+        return Side.of_baseline(baseline_file.load(Path(path)), str(path))
+    run = read_run(Path(path))
+    return Side.of_results(run.summary.fingerprint.as_dict(), run.results, run.source)
+
+
+def _is_store(text: str) -> bool:
+    """A database URL, or a folder of baselines (``baselines/``), not a run directory."""
+    if scheme_of(text) != "file":
+        return True
+    path = Path(text.removeprefix("file://"))
+    return path.is_dir() and not (path / "summary.json").is_file()
+
+
+def load_sides(baseline: str | Path, current: str | Path) -> tuple[Side, Side]:
+    cur = load_side(current)
+    text = str(baseline)
+    if not _is_store(text):
+        return load_side(text.removeprefix("file://")), cur
+    hw, profile = cur.fingerprint.get("hardware_class"), _profile(current)
+    try:
+        store = open_store(text)
+    except StoreError as exc:
+        raise BaselineError(str(exc)) from None
+    found = store.load_baseline(hw, profile)
+    where = store.baseline_location(hw, profile)
+    if found is None:
+        raise BaselineError(f"no baseline at {where}")
+    return Side.of_baseline(found, where), cur
+
+
+def _profile(current: str | Path) -> str:
+    path = Path(current)
+    if is_baseline_file(path):
+        return baseline_file.load(path).profile
+    return str(read_run(path).summary.profile.get("name", ""))
