@@ -69,3 +69,43 @@ def test_a_session_that_crashes_is_an_error_for_the_point(monkeypatch):
     monkeypatch.setenv("PERFSUITE_FAULT", "crash")
     with pytest.raises(executors.WorkerError, match="SIGSEGV"):
         executors.FreshWorker(timeout=120).run(POINT, PROTOCOL)
+
+
+def test_every_executor_is_registered_and_closes():
+    """One registry by name (the perfsuite.executors entry points); each is a context manager."""
+    assert {"worker", "in-process", "auto", "numactl", "interpreter", "spark"} <= set(
+        executors.EXECUTORS
+    )
+    for name in executors.EXECUTORS:
+        with executors.get_executor(name, timeout=60) as ex:
+            assert isinstance(ex, executors.Executor) and ex.name == name
+    routed = executors.get_executor("worker", spark_items=8)
+    assert isinstance(routed, executors.WithSpark) and routed.name == "worker"
+    routed.close()
+
+
+def test_a_bound_worker_measures_each_session_in_a_bound_process():
+    from perfsuite.execute.bound import BoundWorker
+
+    point = {**POINT, "numa_node": 0}
+    with BoundWorker(timeout=120, mechanism="syscall") as ex:
+        rec = ex.run(point, {**PROTOCOL, "sessions": 2})
+        assert rec["isolation"] == "bound worker (syscall)"
+        assert len(rec["session_medians_s"]) == 2 and rec["binding"]["mechanism"] == "external"
+        assert ex.run(POINT, {**PROTOCOL, "sessions": 1})["isolation"] == "worker"  # unbound
+
+
+def test_another_interpreter_runs_a_point_and_serves_turns():
+    import sys
+
+    point = {**POINT, "id": "cnn"}
+    with executors.get_executor("interpreter", timeout=120, python=sys.executable,
+                                label="side x") as ex:  # fmt: skip
+        rec = ex.run(point, {**PROTOCOL, "sessions": 1})
+        assert rec["isolation"] == f"interpreter {sys.executable}" and rec["software"]
+        worker = ex.turns(point, PROTOCOL)
+        assert worker.ask(None)["ready"] and len(worker.ask("turn 0.01")["samples_s"]) >= 1
+    assert worker.proc.poll() is not None  # closing the executor ended its turn worker
+    broken = executors.get_executor("interpreter", timeout=60, python="false", label="side y")
+    with broken, pytest.raises(executors.WorkerError, match="^side y: cnn: no output$"):
+        broken.run(point, PROTOCOL)

@@ -7,34 +7,39 @@
 Either way the worker reports the binding the kernel has in force, and it is checked against
 the request: a binding that did not take is a ``BindingError`` for that run, never a silent
 unbound measurement. Shards run one worker per placement, started together.
+
+``BoundWorker`` is the ``numactl`` executor (``perfsuite.execute.executors``): each session of
+a bound point in a worker started this way.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+from perfsuite.execute.executors import BaseExecutor, FreshWorker
 from perfsuite.execute.isolation import WorkerCrashed, WorkerError, WorkerTimeout, run_isolated
+from perfsuite.execute.runner import measure_in_place, pool_sessions
 from perfsuite.host import numa
+from perfsuite.host import placement as pl
 from perfsuite.host.numa import BindingError
 from perfsuite.host.placement import Placement
+from perfsuite.host.topology import read_topology
+from perfsuite.kernels import triad_best
 
 MECHANISMS = ("auto", "numactl", "syscall")
 
 
 def _bind_then_call(cpus, mem_nodes, fn, args, kwargs):
-    from perfsuite.host import numa
-
     binding = numa.bind(list(cpus), list(mem_nodes) if mem_nodes is not None else None)
     return {"result": fn(*args, **kwargs), "binding": binding.as_dict()}
 
 
 def _numactl(placement, fn, args, kwargs, timeout):
-    import os
-
     cmd = ["numactl", *placement.numactl_args(), sys.executable, "-m", "perfsuite.execute.worker"]
     # The job is pickled by reference: the worker must import what the parent can.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
@@ -104,9 +109,6 @@ def bandwidth_matrix(
 ) -> dict[tuple[int, int], float]:
     """STREAM triad GB/s with the threads on CPU node i and the arrays on memory node j, for
     every pair: the diagonal is local, the rest remote (the article's "~15% from binding")."""
-    from perfsuite.host import placement as pl
-    from perfsuite.kernels import triad_best
-
     out = {}
     for cpu_node, mem_node in pl.matrix(topo):
         cpus = pl.node(topo, cpu_node).cpus
@@ -123,9 +125,6 @@ def inference_matrix(
 ) -> dict[tuple[int, int], dict]:
     """Inference stats of one sweep point (its numa_node ignored) with the threads on CPU node
     i and the memory on node j, for every pair: local vs remote latency and throughput."""
-    from perfsuite.execute.runner import measure_in_place
-    from perfsuite.host import placement as pl
-
     out = {}
     for cpu_node, mem_node in pl.matrix(topo):
         p = pl.Placement(f"cpu{cpu_node}-mem{mem_node}", pl.node(topo, cpu_node).cpus, (mem_node,))
@@ -139,3 +138,41 @@ def inference_matrix(
         )
         out[(cpu_node, mem_node)] = res["result"]["stats"]
     return out
+
+
+class BoundWorker(BaseExecutor):
+    """The ``numactl`` executor: each session of a bound point in its own worker started under
+    ``numactl --physcpubind --membind`` of the point's node (``mechanism`` "auto" falls back
+    to the syscalls where numactl is missing), the binding verified; unbound points as the
+    ``worker`` executor. A binding that cannot be made is an error for that point."""
+
+    name = "numactl"
+
+    def __init__(self, timeout: float = 300.0, mechanism: str = "numactl"):
+        if mechanism not in MECHANISMS:
+            raise ValueError(f"binding mechanism {mechanism!r}: use one of {', '.join(MECHANISMS)}")
+        self.timeout, self.mechanism = timeout, mechanism
+        self._unbound = FreshWorker(timeout)
+        self._topo = None
+
+    def run(self, point: dict, protocol: dict) -> dict:
+        if point["numa_node"] is None:
+            return self._unbound.run(point, protocol)
+        if self._topo is None:
+            self._topo = read_topology("/")
+        try:
+            where = pl.node(self._topo, point["numa_node"])
+        except pl.PlacementError as exc:
+            raise WorkerError(str(exc)) from exc
+        one = {**protocol, "sessions": 1}
+        parts, used = [], self.mechanism
+        for i in range(protocol.get("sessions", 1)):
+            session = one if i == 0 else {**one, "counters": False}  # perf stat: first window
+            try:
+                out = run_bound(measure_in_place, point, session, placement=where,
+                                mechanism=self.mechanism, timeout=self.timeout)  # fmt: skip
+            except BindingError as exc:
+                raise WorkerError(str(exc)) from exc
+            parts.append(out["result"])
+            used = out["mechanism"]
+        return {**pool_sessions(point, parts), "isolation": f"bound worker ({used})"}

@@ -8,8 +8,12 @@ inputs were counted.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass, field
 
 EVENTS = ("cycles", "instructions", "cache-references", "cache-misses", "LLC-load-misses")
@@ -114,8 +118,6 @@ class PerfAttach:
         return self
 
     def __exit__(self, *exc):
-        import signal
-
         if self._proc is None:
             return False
         self._proc.send_signal(signal.SIGINT)
@@ -145,9 +147,6 @@ def simulated_cache_misses(m: int = 64, k: int = 64, n: int = 64, timeout: float
     for small shapes and only when asked: it stands in for hardware counters where the PMU is
     unavailable. Returns the event totals (Ir, Dr, Dw, I1mr, D1mr, D1mw, ILmr, DLmr, DLmw) and
     miss rates, or {'unsupported': reason}."""
-    import os
-    import sys
-    import tempfile
 
     valgrind = shutil.which("valgrind")
     if valgrind is None:

@@ -1,7 +1,8 @@
 """Executors: how a point's measurement is run. The sweep hands an executor a point and the
 protocol and gets back the measurement part of a result record (``run_point``'s plain data,
-plus how it was isolated); it never branches on the kind. A new executor (Spark, a remote
-host) is one class here with a ``name``, registered in ``EXECUTORS``.
+plus how it was isolated); it never branches on the kind. Every executor has ``run`` and
+``close`` and is a context manager; ``close`` stops what it started (processes, a
+SparkSession), and the sweep closes its executor at the end of the run.
 
 - ``worker`` (default): a fresh spawned process for each session of a point, with a deadline;
   a crash or hang is an error for that point only; a bound point is bound inside the worker
@@ -10,25 +11,51 @@ host) is one class here with a ``name``, registered in ``EXECUTORS``.
 - ``in-process``: in the pytest process itself, for debugging. It cannot bind a point to a
   NUMA node (that would bind the whole run), so it refuses bound points.
 - ``auto``: ``worker`` for bound points, ``in-process`` for unbound ones.
-- ``spark`` (``perfsuite.execute.spark``): Spark points (``point["spark"]``) go to it whatever
-  the executor chosen for the others; one SparkSession for the sweep, stopped by ``close``.
+- ``numactl`` (``perfsuite.execute.bound``): a bound point's sessions each in a process
+  started under ``numactl`` (the article's recipe), the binding checked; unbound ones as
+  ``worker``.
+- ``interpreter`` (``perfsuite.execute.interpreter``): each point in a fresh process of
+  another Python (its own perfsuite, frameworks and kernels): one side of ``perfsuite ab``,
+  whose call-interleaved turns run through it too.
+- ``spark`` (``perfsuite.execute.spark``): Spark points (``point["spark"]``); one SparkSession,
+  stopped by ``close``. With ``spark_master``/``spark_items`` given, ``get_executor`` sends
+  the run's Spark points to it whatever the executor chosen for the others.
 
-Either way the contract is the serialised record: what comes back is JSON-able data.
+Executors are found by name in ``EXECUTORS``, the ``perfsuite.executors`` entry points
+(``perfsuite.prepare.extensions``): a new one is a class with a ``name``, built with keyword
+options (``timeout`` at least), declared there. Either way the contract is the serialised record:
+what comes back is JSON-able data.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from perfsuite.execute.isolation import WorkerError, run_isolated
 from perfsuite.execute.runner import (
-    extension_modules,
     pool_sessions,
     run_point,
     run_point_in_worker,
+    runtime_extensions,
 )
+from perfsuite.prepare.extensions import EXECUTORS as GROUP
+from perfsuite.prepare.extensions import STALE, Registry
+
+__all__ = [
+    "DEFAULT",
+    "EXECUTORS",
+    "Auto",
+    "BaseExecutor",
+    "Executor",
+    "FreshWorker",
+    "InProcess",
+    "WithSpark",
+    "WorkerError",
+    "get_executor",
+]
 
 
+@runtime_checkable
 class Executor(Protocol):
     name: str
 
@@ -36,8 +63,34 @@ class Executor(Protocol):
         """Measure ``point``; raise WorkerError (or a subclass) when it could not be."""
         ...
 
+    def close(self) -> None:
+        """Stop whatever this executor started; it runs nothing more afterwards."""
+        ...
 
-class InProcess:
+    def __enter__(self) -> Executor: ...
+
+    def __exit__(self, *exc) -> None: ...
+
+
+class BaseExecutor:
+    """``close`` (nothing to stop) and the context manager, for executors to inherit."""
+
+    name = ""
+
+    def run(self, point: dict, protocol: dict) -> dict:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class InProcess(BaseExecutor):
     name = "in-process"
 
     def __init__(self, timeout: float = 300.0):
@@ -52,12 +105,16 @@ class InProcess:
         return {**run_point(point, protocol), "isolation": "in-process"}
 
 
-class FreshWorker:
+class FreshWorker(BaseExecutor):
     """One spawned process per session. A process draws state once that its sessions share:
     on the 2-vCPU Zen 4 VM, two sessions in one process agreed within 0.3-0.6% while
     processes started seconds apart spread 4-8% at 2 threads (ONNX Runtime int8_dynamic
     134 or 164 ms, OpenVINO int8_static_rr 10.5 or 11.9 ms; six processes each, with or
-    without ASLR). Sessions in separate processes sample that spread; in one they hide it."""
+    without ASLR). Sessions in separate processes sample that spread; in one they hide it.
+
+    A spawned worker starts with this process's ``sys.path`` (multiprocessing sends it), so
+    it finds the same entry points; a backend or precision registered at run time (a
+    conftest's) is imported there first (``runner.runtime_extensions``)."""
 
     name = "worker"
 
@@ -66,7 +123,7 @@ class FreshWorker:
 
     def run(self, point: dict, protocol: dict) -> dict:
         one = {**protocol, "sessions": 1}
-        extensions = extension_modules()
+        extensions = runtime_extensions()
         done = [
             run_isolated(run_point_in_worker, extensions, point,
                          one if i == 0 else {**one, "counters": False}, timeout=self.timeout)
@@ -77,7 +134,7 @@ class FreshWorker:
         return {**pool_sessions(point, [res.value for res in done]), "isolation": label}
 
 
-class Auto:
+class Auto(BaseExecutor):
     name = "auto"
 
     def __init__(self, timeout: float = 300.0):
@@ -88,34 +145,41 @@ class Auto:
         return chosen.run(point, protocol)
 
 
-EXECUTORS: dict[str, type] = {e.name: e for e in (Auto, InProcess, FreshWorker)}
+def _factory(obj):
+    return obj
+
+
+# name -> executor class (or any callable taking keyword options): the entry points
+EXECUTORS: Registry = Registry(GROUP, _factory)
 
 # A fresh worker per session: in-process a point reads whatever the points before it left, and
 # sessions in one process share what that process drew. Measured: README, "Isolation".
 DEFAULT = FreshWorker.name
 
 
-class WithSpark:
-    """Sends Spark points to the sweep's one SparkExecutor (started on first use), the others
-    to the chosen executor."""
+class WithSpark(BaseExecutor):
+    """Sends Spark points to the run's one ``spark`` executor (started on first use), the
+    others to the chosen executor; ``close`` closes both."""
 
-    def __init__(self, inner: Executor, timeout: float, master: str | None, items: int):
+    def __init__(self, inner: Executor, spark_options: dict):
         self.inner, self.name = inner, inner.name
-        self._args = {"timeout": timeout, "master": master, "items": items}
-        self._spark = None
+        self._spark_options = spark_options
+        self._spark: Executor | None = None
 
     def run(self, point: dict, protocol: dict) -> dict:
         if not point.get("spark"):
             return self.inner.run(point, protocol)
         if self._spark is None:
-            from perfsuite.execute.spark import SparkExecutor
-
-            self._spark = SparkExecutor(**self._args)
+            self._spark = get_executor("spark", **self._spark_options)
         return self._spark.run(point, protocol)
 
     def close(self) -> None:
-        if self._spark is not None:
-            self._spark.close()
+        try:
+            self.inner.close()
+        finally:
+            if self._spark is not None:
+                self._spark.close()
+                self._spark = None
 
 
 def get_executor(
@@ -123,8 +187,20 @@ def get_executor(
     *,
     timeout: float = 300.0,
     spark_master: str | None = None,
-    spark_items: int = 512,
+    spark_items: int | None = None,
+    **options,
 ) -> Executor:
+    """The executor ``name`` built with ``timeout`` and ``options`` (its own keywords). With
+    ``spark_master`` or ``spark_items``, the run's Spark points go to one ``spark`` executor
+    (``WithSpark``) whatever ``name`` is."""
     if name not in EXECUTORS:
-        raise ValueError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")
-    return WithSpark(EXECUTORS[name](timeout=timeout), timeout, spark_master, spark_items)
+        known = ", ".join(EXECUTORS) or STALE.format(group=GROUP)
+        raise ValueError(f"unknown executor {name!r}; choose one of {known}")
+    if name == "spark":
+        given = {"master": spark_master, "items": spark_items}
+        options = {**{k: v for k, v in given.items() if v is not None}, **options}
+    executor = EXECUTORS[name](timeout=timeout, **options)
+    if name == "spark" or (spark_master is None and spark_items is None):
+        return executor
+    spark = {"timeout": timeout, "spark_master": spark_master, "spark_items": spark_items}
+    return WithSpark(executor, spark)

@@ -15,6 +15,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import psutil
+
 FOREIGN_SHARE_MAX = 0.10  # of all online CPUs, over the window
 STEAL_SHARE_MAX = 0.05
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -72,8 +74,6 @@ class Sampler:
         self.result: Interference | None = None
 
     def _own_cpu(self) -> float:
-        import psutil
-
         procs = [self._proc] + (self._proc.children(recursive=True) if self.tree else [])
         total = 0.0
         for p in procs:
@@ -83,8 +83,6 @@ class Sampler:
         return total
 
     def __enter__(self):
-        import psutil
-
         self._proc = psutil.Process()
         self._stat0 = _proc_stat(self.root)
         self._own0 = self._own_cpu()
@@ -122,7 +120,6 @@ def judge(**measured) -> Interference:
 def busiest_processes(seconds: float = 0.5, top: int = 3, min_share: float = 0.2) -> list[str]:
     """Other processes that used more than ``min_share`` of a CPU over ``seconds``: the
     pre-flight warning before a sweep starts."""
-    import psutil
 
     me = os.getpid()
     procs = [p for p in psutil.process_iter(["pid", "name"]) if p.pid != me]

@@ -8,32 +8,41 @@ INFERENCE_NUM_THREADS, and the BLAS pool (threadpoolctl) of the process.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import multiprocessing
+import os
+import signal
+import sys
 import time
 from contextlib import nullcontext
+from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from perfsuite.dispersion import cv
+from perfsuite.execute import calibration
+from perfsuite.execute.counters import PerfAttach
+from perfsuite.execute.interference import Sampler
 from perfsuite.execute.measure import Protocol, measure_latency, summarize, warm_up
+from perfsuite.host import numa
+from perfsuite.host import placement as pl
+from perfsuite.host.topology import read_topology
+from perfsuite.prepare import models, quantize
+from perfsuite.prepare.backends import BACKENDS, RunConfig, get_backend
+from perfsuite.prepare.quantize import QUANTIZERS
 
 
 def _counted(p: Protocol):
     """perf stat attached to this process for the measurement window, when asked."""
     if not p.counters:
         return nullcontext(None)
-    import os
-
-    from perfsuite.execute.counters import PerfAttach
-
     return PerfAttach(os.getpid())
 
 
 def place(numa_node: int | None) -> tuple[dict, tuple[int, ...] | None]:
     """Bind to the node's CPUs and memory (verified), or record the unbound state."""
-    from perfsuite.host import numa
-    from perfsuite.host import placement as pl
-    from perfsuite.host.topology import read_topology
-
     if numa_node is None:
         return numa.current_binding("none").as_dict(), None
     p = pl.node(read_topology("/"), numa_node)
@@ -46,8 +55,6 @@ FAULT_ENV = "PERFSUITE_FAULT"
 
 
 def slowed(call):
-    import os
-
     fault = os.environ.get(FAULT_ENV, "")
     if not fault.startswith("slow:"):
         return call
@@ -66,10 +73,6 @@ def slowed(call):
 
 def _inject_fault() -> None:
     """Only in worker processes: an in-process fault would take the whole run down."""
-    import multiprocessing
-    import os
-    import signal
-
     if multiprocessing.parent_process() is None:
         return
     fault = os.environ.get(FAULT_ENV, "")
@@ -81,33 +84,24 @@ def _inject_fault() -> None:
         raise RuntimeError("injected failure")
 
 
-def extension_modules() -> list[tuple[str, str | None]]:
-    """Modules outside perfsuite that registered a backend or a precision in this process (a
-    conftest, a plugin), with their files: a spawned worker must import them first, or it
-    would not know the point's framework or precision."""
-    import sys
-
-    from perfsuite.prepare import quantize
-    from perfsuite.prepare.backends import BACKENDS
-
-    defined = [type(b) for b in BACKENDS.values()]
-    defined += [q.build for q in quantize.QUANTIZERS.values() if q.build is not None]
+def runtime_extensions() -> list[tuple[str, str | None]]:
+    """Modules that registered a backend or a precision in this process at run time, not
+    through an entry point (a conftest defining a ``Backend`` subclass, a
+    ``register_precision`` call), with their files. A spawned worker finds every entry point
+    itself; these it must import first, or it would not know the point's framework or
+    precision. Empty unless a test's conftest registers something."""
+    defined = [type(b) for b in BACKENDS.runtime_only().values()]
+    defined += [q.build for q in QUANTIZERS.runtime_only().values() if q.build is not None]
     out: dict[str, str | None] = {}
     for obj in defined:
         name = obj.__module__
-        if name.split(".")[0] != "perfsuite":
-            out[name] = getattr(sys.modules.get(name), "__file__", None)
+        out[name] = getattr(sys.modules.get(name), "__file__", None)
     return sorted(out.items())
 
 
 def load_extensions(modules: list[tuple[str, str | None]]) -> None:
-    """Import ``extension_modules()`` of the parent: by name, or from the parent's file when
+    """Import ``runtime_extensions()`` of the parent: by name, or from the parent's file when
     the name finds another one (every conftest is called 'conftest')."""
-    import importlib
-    import importlib.util
-    import sys
-    from pathlib import Path
-
     for name, file in modules:
         try:
             mod = importlib.import_module(name)
@@ -137,10 +131,6 @@ def run_point(point: dict, protocol: dict) -> dict:
 
 def measure_in_place(point: dict, protocol: dict) -> dict:
     """measure_point in a process someone else already bound (numactl, bound.run_bound)."""
-    import os
-
-    from perfsuite.host import numa
-
     return measure_point(
         point,
         protocol,
@@ -160,9 +150,6 @@ def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, co
     measured again (``CONTAMINATED_RETRIES``); the machine's speed is probed before the
     warm-up and after the window (``perfsuite.execute.calibration``). Returns (samples, info,
     settings, counters, prepare_s, interference of each window tried, speed)."""
-    from perfsuite.execute import calibration
-    from perfsuite.execute.interference import Sampler
-
     t0 = time.perf_counter()
     windows, c = [], None
     with backend.prepare(variant.path, cfg) as session:
@@ -194,9 +181,6 @@ def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, co
 def open_point(point: dict, cpus):
     """The model, its variant for the point's precision and framework, the run settings, the
     backend and the inputs: everything a session of the point is opened from."""
-    from perfsuite.prepare import models, quantize
-    from perfsuite.prepare.backends import RunConfig, get_backend
-
     model = models.get(point["model"])
     variant = quantize.prepare(model, point["precision"], point["framework"])
     cfg = RunConfig(
@@ -215,8 +199,6 @@ def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: flo
     start-up: sub-ms ORT calls move by up to 1.8x from one session to the next on a shared VM,
     so the per-session medians (kept in the record) show spread that one session cannot. What
     a process draws once (see ``executors.FreshWorker``) they do not show."""
-    from threadpoolctl import threadpool_limits
-
     p = Protocol(**protocol)
     parts = []
     with threadpool_limits(point["threads"]):

@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -31,7 +34,18 @@ from pathlib import Path
 
 import numpy as np
 
+from perfsuite.execute import spark_tasks as tasks
+from perfsuite.execute.executors import BaseExecutor
+from perfsuite.execute.interference import Sampler
 from perfsuite.execute.isolation import WorkerError
+from perfsuite.execute.measure import summarize
+from perfsuite.execute.runner import CONTAMINATED_RETRIES
+from perfsuite.execute.spark_numa import NumaUnavailable, wrapper_script
+from perfsuite.execute.spark_tasks import decode, image_bytes
+from perfsuite.host import placement
+from perfsuite.host.topology import read_topology
+from perfsuite.prepare import accuracy, models, quantize
+from perfsuite.prepare.backends import get_backend
 
 ENV_MASTER = "PERFSUITE_SPARK_MASTER"
 MIN_RUNS = 3  # measured passes over the dataset, after one warm-up pass
@@ -41,7 +55,7 @@ REFERENCE_ITEMS = 64  # items also run single-process for the output check
 def java_problem() -> str | None:
     """Why Spark cannot start here (no pyspark, no Java 17+), or None."""
     try:
-        import pyspark  # noqa: F401
+        import pyspark  # noqa: F401 (heavy, optional: only whether it is installed)
     except ImportError:
         return "pyspark is not installed (pip install 'perfsuite[frameworks]')"
     home = os.environ.get("JAVA_HOME")
@@ -71,7 +85,7 @@ def start(master: str | None = None, *, cores: int | None = None, conf: dict | N
     problem = java_problem()
     if problem:
         raise WorkerError(problem)
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # heavy, optional (perfsuite[frameworks])
 
     master = master or os.environ.get(ENV_MASTER) or f"local[{cores or os.cpu_count() or 1}]"
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -103,7 +117,7 @@ def start(master: str | None = None, *, cores: int | None = None, conf: dict | N
     return spark
 
 
-class _Deadline:
+class Deadline:
     """Cancels the point's Spark jobs at the deadline: a stuck task must not hang the sweep."""
 
     def __init__(self, sc, seconds: float, group: str):
@@ -123,7 +137,7 @@ class _Deadline:
         self._timer.cancel()
 
 
-class SparkExecutor:
+class SparkExecutor(BaseExecutor):
     """Runs Spark points (``point["spark"]``); one SparkSession for the whole sweep."""
 
     name = "spark"
@@ -152,9 +166,6 @@ class SparkExecutor:
         """Point the next jobs' Python workers at node's numactl wrapper (or unbound).
         PySpark reads ``SparkContext.pythonExec`` when it wraps each job's function, and
         Spark keeps one worker pool per interpreter, so a bound point gets its own workers."""
-        import tempfile
-
-        from perfsuite.execute.spark_numa import NumaUnavailable, wrapper_script
 
         sc = self.spark.sparkContext
         if node is None:
@@ -175,8 +186,6 @@ class SparkExecutor:
     # -- inputs -------------------------------------------------------------------------------
 
     def _rows(self, model) -> list[tuple[int, bytes]]:
-        from perfsuite.execute.spark_tasks import image_bytes
-
         key = (model.name, self.items)
         if key not in self._data:
             self._data[key] = [(i, image_bytes(i, model.input_shape)) for i in range(self.items)]
@@ -208,18 +217,18 @@ class SparkExecutor:
     # -- one point ------------------------------------------------------------------------------
 
     def run(self, point: dict, protocol: dict) -> dict:
-        from perfsuite.prepare import models, quantize
-
-        spec = point["spark"]
+        spec = point.get("spark")
+        if not spec:
+            raise WorkerError(
+                f"{point['id']}: the spark executor runs Spark points only (--perf-spark); "
+                "choose another executor for the others"
+            )
         model = models.get(point["model"])
         variant = quantize.prepare(model, point["precision"], point["framework"])
-        options = dict(variant.framework_options)
-        # several tasks share the cores: ORT's spinning pool would steal them, and OpenVINO's
-        # pinning puts every process's threads on the first core of its mask
-        if point["framework"] == "onnxruntime":
-            options["spinning"] = False
-        elif point["framework"] == "openvino":
-            options["cpu_pinning"] = False
+        # several tasks share the cores: the framework's own knobs for that (no spinning pool
+        # stealing another task's CPU, no pinning every process to the first core of its mask)
+        shared = get_backend(point["framework"]).shared_core_options
+        options = {**variant.framework_options, **shared}
         job = {
             "framework": point["framework"],
             "files": self._files(variant.path),
@@ -244,7 +253,7 @@ class SparkExecutor:
         spark = self.spark
         self._bind(point["numa_node"])
         group = f"perfsuite-{point['id']}"
-        with _Deadline(spark.sparkContext, self.timeout, group) as deadline:
+        with Deadline(spark.sparkContext, self.timeout, group) as deadline:
             try:
                 return self._measure(point, protocol, model, variant, job)
             except WorkerError:
@@ -258,7 +267,6 @@ class SparkExecutor:
 
     def _pass(self, point: dict, model, job: dict) -> tuple[float, dict]:
         """One pass over the dataset; returns (wall seconds, parsed task output)."""
-        from perfsuite.execute import spark_tasks as tasks
 
         spec, spark = point["spark"], self.spark
         if spec["pattern"] == "partition":
@@ -282,10 +290,6 @@ class SparkExecutor:
         return wall, _parse(rows)
 
     def _measure(self, point, protocol, model, variant, job) -> dict:
-        from perfsuite.execute.interference import Sampler
-        from perfsuite.execute.measure import summarize
-        from perfsuite.execute.runner import CONTAMINATED_RETRIES
-
         cold_s, cold = self._pass(point, model, job)  # warm-up: workers, imports, sessions
         local = is_loopback(self.spark.sparkContext.master)
         walls, latencies, windows, discarded, last = [], [], [], [], cold
@@ -375,8 +379,6 @@ class SparkExecutor:
     def _agreement(self, point, model, variant, job, outputs: dict) -> dict:
         """The first ``REFERENCE_ITEMS`` outputs against the same variant run in this process
         (same decode, same batch): the accuracy gate's metric and threshold."""
-        from perfsuite.execute.spark_tasks import decode
-        from perfsuite.prepare import accuracy
 
         n = min(REFERENCE_ITEMS, self.items)
         x = decode([b for _, b in self._rows(model)[:n]], model.input_shape)
@@ -411,7 +413,6 @@ class SparkExecutor:
 def _cause(exc: Exception) -> str:
     """One line: the Python worker's own exception when Spark wraps one (PythonException
     carries the worker's traceback), else the first line of Spark's message."""
-    import re
 
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     raised = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b", line)]
@@ -423,8 +424,6 @@ def _check_binding(node: int | None, tasks: list[dict]) -> None:
     the single-process runner verifies its own binding)."""
     if node is None:
         return
-    from perfsuite.host import placement
-    from perfsuite.host.topology import read_topology
 
     want = set(placement.node(read_topology("/"), node).cpus)
     for t in tasks:
@@ -442,8 +441,6 @@ def _workers(tasks: list[dict]) -> list[dict]:
 
 
 def _parse(rows) -> dict:
-    import json
-
     outputs, latencies, tasks = {}, [], []
     for idx, out, lat, meta in rows:
         if meta:

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
+
+from perfsuite.prepare.backends import RunConfig, get_backend
 
 # key -> (session, seconds it took to build, its model folder); one model at a time per worker
 _SESSIONS: dict = {}
@@ -51,16 +55,12 @@ def session(job: dict):
     key = job["key"]
     if key in _SESSIONS:
         return _SESSIONS[key][0], 0.0
-    import shutil
 
     for old, _, folder in _SESSIONS.values():
         old.close()
         shutil.rmtree(folder, ignore_errors=True)
     _SESSIONS.clear()
     t0 = time.perf_counter()
-    from threadpoolctl import threadpool_limits
-
-    from perfsuite.prepare.backends import RunConfig, get_backend
 
     threadpool_limits(job["threads"])  # numpy/BLAS pools of this worker: the task's CPUs
     folder = Path(tempfile.mkdtemp(prefix="perfsuite-spark-"))
@@ -89,7 +89,7 @@ def infer_partition(job: dict):
     """The recommended pattern (``mapInArrow``): one session per worker, Arrow batches of
     ``job["batch"]`` rows (``spark.sql.execution.arrow.maxRecordsPerBatch``). Yields a row per
     item (index, logits, the batch's latency on its first row) and one meta row (index -1)."""
-    import pyarrow as pa
+    import pyarrow as pa  # optional (perfsuite[frameworks]); only Spark's workers need it
 
     shape = tuple(job["shape"])
 
@@ -128,7 +128,7 @@ def infer_partition(job: dict):
 
 
 def arrow_schema():
-    import pyarrow as pa
+    import pyarrow as pa  # optional (perfsuite[frameworks]); only Spark's workers need it
 
     return pa.schema(
         [

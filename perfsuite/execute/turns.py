@@ -17,14 +17,14 @@ import sys
 import time
 from dataclasses import replace
 
+from threadpoolctl import threadpool_limits
+
+from perfsuite.execute.measure import Protocol, measure_latency, warm_up
+from perfsuite.execute.runner import model_info, open_point, place, slowed
+from perfsuite.prepare.backends import software_versions
+
 
 def serve(point: dict, protocol: dict, say, lines) -> None:
-    from threadpoolctl import threadpool_limits
-
-    from perfsuite.execute.measure import Protocol, measure_latency, warm_up
-    from perfsuite.execute.runner import model_info, open_point, place, slowed
-    from perfsuite.prepare.backends import software_versions
-
     t0 = time.perf_counter()
     binding, cpus = place(point["numa_node"])
     p = Protocol(**protocol)

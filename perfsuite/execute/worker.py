@@ -7,16 +7,15 @@ binding the kernel reports, runs the job, and writes a pickled (status, payload)
 
 from __future__ import annotations
 
+import os
 import pickle
 import sys
 import traceback
 
+from perfsuite.host import numa
+
 
 def main() -> int:
-    import os
-
-    from perfsuite.host import numa
-
     # Keep stdout for the result alone: anything the job prints goes to stderr.
     result_fd = os.dup(1)
     os.dup2(2, 1)

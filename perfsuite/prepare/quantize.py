@@ -11,6 +11,13 @@
 - bf16: the fp32 model run with INFERENCE_PRECISION_HINT=bf16 (OpenVINO; avx512_bf16/AMX).
 
 ``int8_static`` models read by OpenVINO are the "ORT QDQ model in OpenVINO" variant.
+
+Each precision is a ``Quantizer`` declared in the ``perfsuite.precisions`` entry-point group
+(``perfsuite.prepare.extensions``; perfsuite's own below, declared in its pyproject.toml); a
+package adds a precision by declaring its own there, or ``register_precision`` adds one at
+run time.
+The frameworks' quantization libraries are imported inside the builders: they are heavy and
+optional (``perfsuite[frameworks]``).
 """
 
 from __future__ import annotations
@@ -23,8 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
+from perfsuite.kernels import cpu_features
 from perfsuite.prepare import cache
+from perfsuite.prepare.backends import get_backend
+from perfsuite.prepare.extensions import PRECISIONS as GROUP
+from perfsuite.prepare.extensions import STALE, Registry
 from perfsuite.prepare.models import ModelInfo
+from perfsuite.prepare.models.zoo import digits_split
 
 QUANTIZER_VERSION = "1"
 
@@ -44,8 +56,6 @@ def calibration_inputs(model: ModelInfo, count: int | None = None, seed: int = 1
     """Calibration batches (batch 1): the training split for the digits classifier, seeded
     synthetic inputs for random-weight models."""
     if model.name == "digits_mlp":
-        from perfsuite.prepare.models.zoo import digits_split
-
         x_train = digits_split()[0]
         return [{model.input_name: x_train[i : i + 1]} for i in range(count or 128)]
     rng = np.random.default_rng(seed)
@@ -57,7 +67,7 @@ def calibration_inputs(model: ModelInfo, count: int | None = None, seed: int = 1
 
 
 def _reader(batches: list[dict]):
-    from onnxruntime.quantization import CalibrationDataReader
+    from onnxruntime.quantization import CalibrationDataReader  # heavy, optional
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -76,7 +86,7 @@ def _tmp_sibling(target: Path, suffix: str) -> Path:
 
 
 def _ort_dynamic(model: ModelInfo, target: Path) -> dict:
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # heavy, optional
 
     tmp = _tmp_sibling(target, ".onnx")
     try:
@@ -88,6 +98,7 @@ def _ort_dynamic(model: ModelInfo, target: Path) -> dict:
 
 
 def _ort_static(model: ModelInfo, target: Path, reduce_range: bool) -> dict:
+    # heavy, optional
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -113,7 +124,7 @@ def _ort_static(model: ModelInfo, target: Path, reduce_range: bool) -> dict:
 
 
 def _nncf(model: ModelInfo, target: Path) -> dict:
-    import nncf
+    import nncf  # heavy, optional (with openvino)
     import openvino as ov
 
     ov_model = ov.Core().read_model(str(model.path))
@@ -132,8 +143,6 @@ def _nncf(model: ModelInfo, target: Path) -> dict:
 
 
 def _host_has_bf16() -> bool:
-    from perfsuite.kernels import cpu_features
-
     f = cpu_features()
     return bool(f.get("avx512_bf16"))
 
@@ -156,30 +165,42 @@ class Quantizer:
     missing: Callable[[], str | None] = lambda: None
 
 
-QUANTIZERS: dict[str, Quantizer] = {
-    "fp32": Quantizer(),
-    "int8_dynamic": Quantizer(_ort_dynamic),
-    "int8_static": Quantizer(lambda m, p: _ort_static(m, p, False)),
-    "int8_static_rr": Quantizer(lambda m, p: _ort_static(m, p, True)),
-    "int8_nncf": Quantizer(_nncf, ".xml", (".bin",)),
-    "bf16": Quantizer(framework_options={"precision_hint": "bf16"}, missing=_bf16_missing),
-}
-PRECISIONS = tuple(QUANTIZERS)
+def _static(model: ModelInfo, target: Path) -> dict:
+    return _ort_static(model, target, False)
+
+
+def _static_rr(model: ModelInfo, target: Path) -> dict:
+    return _ort_static(model, target, True)
+
+
+# perfsuite's own precisions: the perfsuite.precisions entry points in pyproject.toml name these
+FP32 = Quantizer()
+INT8_DYNAMIC = Quantizer(_ort_dynamic)
+INT8_STATIC = Quantizer(_static)
+INT8_STATIC_RR = Quantizer(_static_rr)
+INT8_NNCF = Quantizer(_nncf, ".xml", (".bin",))
+BF16 = Quantizer(framework_options={"precision_hint": "bf16"}, missing=_bf16_missing)
+
+# name -> Quantizer: the entry points, and what register_precision added
+QUANTIZERS: Registry = Registry(GROUP)
+
+
+def __getattr__(name: str):
+    if name == "PRECISIONS":  # every precision known now (entry points can appear later)
+        return tuple(QUANTIZERS)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register_precision(name: str, quantizer: Quantizer) -> None:
-    """A new precision, e.g. from a framework module that brings its own quantizer."""
-    global PRECISIONS
+    """A new precision at run time (a conftest's); a package declares an entry point."""
     QUANTIZERS[name] = quantizer
-    PRECISIONS = tuple(QUANTIZERS)
 
 
 def prepare(model: ModelInfo, precision: str, framework: str) -> Prepared:
     """The model file for (precision, framework), building and caching it when needed."""
-    from perfsuite.prepare.backends import get_backend
-
     if precision not in QUANTIZERS:
-        raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(QUANTIZERS)}")
+        known = ", ".join(QUANTIZERS) or STALE.format(group=GROUP)
+        raise ValueError(f"unknown precision {precision!r}; choose one of {known}")
     reason = get_backend(framework).why_not(precision) or QUANTIZERS[precision].missing()
     if reason:
         raise Unsupported(reason)

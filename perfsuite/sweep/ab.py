@@ -4,33 +4,29 @@ same machine in the same minutes; B is judged against A on the per-round ratios
 (``perfsuite.gate.paired``). Two venvs with different onnxruntime or openvino versions, two
 builds of the kernels, or one interpreter with a different environment (``--b-env``).
 
-Each side must have perfsuite installed: the measurement is ``run_point`` in that
-interpreter, so the framework versions, the kernels and the Python are that side's own.
+Each side is an ``interpreter`` executor (``perfsuite.execute.interpreter``): it must have
+perfsuite installed, and the measurement is ``run_point`` in that interpreter (or, in turns,
+its ``perfsuite.execute.turns`` worker), so the framework versions, the kernels and the
+Python are that side's own.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from perfsuite import records
+from perfsuite.execute.executors import get_executor
+from perfsuite.execute.interpreter import Interpreter
 from perfsuite.execute.isolation import WorkerError
-
-SNIPPET = """
-import json, sys
-from perfsuite.execute.runner import run_point
-from perfsuite.prepare.backends import software_versions
-point, protocol = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-out = run_point(point, protocol)
-out["software"] = software_versions()
-sys.stdout.write("\\n" + json.dumps(out, default=str) + "\\n")
-"""
+from perfsuite.execute.measure import summarize
+from perfsuite.files import atomic_write_text, json_default
+from perfsuite.gate.paired import judge_ratios
 
 
 @dataclass(frozen=True)
@@ -43,72 +39,16 @@ class Side:
         extra = " ".join(f"{k}={v}" for k, v in self.env.items())
         return f"{self.python}" + (f" ({extra})" if extra else "")
 
+    def executor(self, timeout: float) -> Interpreter:
+        """This side's ``interpreter`` executor (``perfsuite.execute.interpreter``)."""
+        return get_executor("interpreter", timeout=timeout, python=self.python, env=self.env,
+                            label=f"side {self.name}")  # fmt: skip
+
 
 def measure(side: Side, point: dict, protocol: dict, timeout: float) -> dict:
     """One fresh process of ``side`` measuring ``point``; its plain-data result."""
-    try:
-        proc = subprocess.run(
-            [side.python, "-c", SNIPPET, json.dumps(point), json.dumps(protocol)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env={**os.environ, **side.env},
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise WorkerError(f"side {side.name}: {point['id']} passed {timeout:.0f} s") from exc
-    except OSError as exc:
-        raise WorkerError(f"side {side.name}: cannot run {side.python}: {exc}") from exc
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise WorkerError(f"side {side.name}: {point['id']}: {last}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-class _TurnWorker:
-    """One side's ``perfsuite.execute.turns`` process: a request line in, a JSON line out."""
-
-    def __init__(self, side: Side, point: dict, protocol: dict, timeout: float):
-        import tempfile
-
-        self.side, self.pid, self.timeout = side, point["id"], timeout
-        self.err = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())
-        cmd = [side.python, "-m", "perfsuite.execute.turns", json.dumps(point),
-               json.dumps(protocol)]  # fmt: skip
-        try:
-            self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True,
-                env={**os.environ, **side.env},
-            )  # fmt: skip
-        except OSError as exc:
-            raise WorkerError(f"side {side.name}: cannot run {side.python}: {exc}") from exc
-
-    def ask(self, request: str | None) -> dict:
-        import select
-
-        if request is not None:
-            try:
-                self.proc.stdin.write(request + "\n")
-                self.proc.stdin.flush()
-            except OSError:
-                pass  # it died: the read below says why
-        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
-        if not ready:
-            raise WorkerError(f"side {self.side.name}: {self.pid} passed {self.timeout:.0f} s")
-        line = self.proc.stdout.readline()
-        if not line:
-            self.proc.wait()
-            self.err.seek(0)
-            last = (self.err.read().strip().splitlines() or ["no output"])[-1]
-            if "No module named perfsuite.execute.turns" in last:
-                last += " (that side's perfsuite predates turns: use --turns 0)"
-            raise WorkerError(f"side {self.side.name}: {self.pid}: {last}")
-        return json.loads(line)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.err.close()
+    with side.executor(timeout) as executor:
+        return executor.run(point, protocol)
 
 
 def measure_turns(a: Side, b: Side, point: dict, protocol: dict, turns: int, turn_s: float,
@@ -125,11 +65,12 @@ def measure_turns(a: Side, b: Side, point: dict, protocol: dict, turns: int, tur
     ln(B/A) 0.049-0.057 with 8 turns of 0.2 s, 0.014-0.027 with 24 turns of one call, and
     0.010-0.025 with 48."""
     order = (a, b) if r % 2 == 0 else (b, a)
-    workers: dict[str, _TurnWorker] = {}
     setup: dict[str, float] = {}
-    try:
+    with ExitStack() as opened:  # closing a side's executor ends its turn worker
+        workers = {}
         for side in order:
-            workers[side.name] = _TurnWorker(side, point, protocol, timeout)
+            executor = opened.enter_context(side.executor(timeout))
+            workers[side.name] = executor.turns(point, protocol)
             setup[side.name] = workers[side.name].ask(None)["setup_s"]
         for side in order:
             workers[side.name].ask(f"turn {turn_s}")
@@ -147,9 +88,6 @@ def measure_turns(a: Side, b: Side, point: dict, protocol: dict, turns: int, tur
                          "protocol": {"turns": turns, "turn_s": turn_s,
                                       "turn_medians_s": medians[name]}}  # fmt: skip
         return out
-    finally:
-        for w in workers.values():
-            w.close()
 
 
 def round_ratio(a: dict, b: dict) -> float:
@@ -217,8 +155,6 @@ def run_sequential(points: list[dict], protocol: dict, a: Side, b: Side, plan, c
     """Rounds in the groups of ``plan`` (``gate.paired.looks``), judged after each group;
     only the points not yet decided are measured in the next. Returns the run and the
     final verdicts."""
-    from perfsuite.gate.paired import judge_ratios
-
     out, settled, done, verdicts = AbRun(), {}, 0, []
     last = len(plan.rounds)
     for k, (upto, alpha) in enumerate(zip(plan.rounds, plan.alphas, strict=True), start=1):
@@ -239,9 +175,6 @@ def run_sequential(points: list[dict], protocol: dict, a: Side, b: Side, plan, c
 def write(run_dir: Path, ab: AbRun, points: list[dict], hardware_class: str, verdicts) -> None:
     """A normal run directory for each side (``<run>/a``, ``<run>/b``: every round's samples
     pooled, the round medians as session medians) and ``ab.json`` with the verdicts."""
-    from perfsuite.execute.measure import summarize
-    from perfsuite.files import atomic_write_text, json_default
-
     for side in ("a", "b"):
         for p in points:
             pid = p["id"]

@@ -1,6 +1,6 @@
-"""Inference frameworks behind one interface (see ``base``)."""
+"""Inference frameworks behind one interface (see ``base``), found through the
+``perfsuite.backends`` entry points (``perfsuite.prepare.extensions``)."""
 
-from perfsuite.prepare.backends import onnxruntime_backend, openvino_backend  # noqa: F401 (register)
 from perfsuite.prepare.backends.base import (
     REGISTRY,
     Backend,
@@ -10,14 +10,16 @@ from perfsuite.prepare.backends.base import (
     Session,
     ThroughputRun,
 )
+from perfsuite.prepare.extensions import STALE
 
-# Every Backend subclass registers itself by name on definition (see ``base``).
-BACKENDS: dict[str, Backend] = REGISTRY
+# name -> Backend: the entry points, and subclasses defined at run time (see ``base``).
+BACKENDS = REGISTRY
 
 
 def get_backend(name: str) -> Backend:
     if name not in BACKENDS:
-        raise ValueError(f"unknown framework {name!r}; choose one of {', '.join(BACKENDS)}")
+        known = ", ".join(BACKENDS) or STALE.format(group=BACKENDS.group)
+        raise ValueError(f"unknown framework {name!r}; choose one of {known}")
     return BACKENDS[name]
 
 

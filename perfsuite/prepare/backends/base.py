@@ -4,10 +4,14 @@ measurement layer times. A framework that is missing or cannot load a model rais
 skip, the runner the second into an error for that point, never a crashed run.
 
 **Adding a framework = one module**: subclass ``Backend`` with a ``name``, the ``precisions``
-it runs, ``no_path`` reasons for precisions it cannot run, and the ``distributions`` whose
-versions belong in the fingerprint. Defining the class registers it (asv's registry of
-environment classes by name); import the module before planning, from
-``perfsuite.prepare.backends`` for built-ins or from a plugin or conftest for others."""
+it runs, ``no_path`` reasons for precisions it cannot run, the ``distributions`` whose
+versions belong in the fingerprint, and its knobs for special situations (``turn_options``,
+``shared_core_options``), so no code elsewhere branches on a framework's name. Declare it in
+the ``perfsuite.backends`` entry-point group (``perfsuite.prepare.extensions``); perfsuite's
+own are declared in its pyproject.toml. Every process finds it there, spawned workers included.
+Defining the class also registers it in this process (asv's registry of environment classes
+by name): a backend defined in a conftest is known to the sweep, and to its workers, which
+import that conftest's module first (``perfsuite.execute.runner.runtime_extensions``)."""
 
 from __future__ import annotations
 
@@ -20,6 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from perfsuite.prepare.extensions import BACKENDS as GROUP
+from perfsuite.prepare.extensions import Registry
 
 
 class BackendUnavailable(RuntimeError):
@@ -92,7 +99,12 @@ class Session(ABC):
         self.close()
 
 
-REGISTRY: dict[str, Backend] = {}
+def _instance(obj):
+    return obj() if isinstance(obj, type) else obj
+
+
+# name -> Backend: the perfsuite.backends entry points and the subclasses defined at run time
+REGISTRY: Registry = Registry(GROUP, _instance)
 
 
 class Backend(ABC):
@@ -103,6 +115,9 @@ class Backend(ABC):
     distributions: tuple[str, ...] = ()  # versions recorded as software.<dist> (default: dist.)
     # options for a session that waits between short turns beside another (perfsuite ab)
     turn_options: dict = {}
+    # options for a session whose process shares its cores with other processes running the
+    # same model (Spark tasks on one executor): no spinning, no pinning of its own
+    shared_core_options: dict = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -109,6 +109,9 @@ class OnnxRuntimeBackend(Backend):
     # opened first (calls of 70-90 ms against 50 alone); stopping the spin when a call
     # returns brought them to 0.997-1.021 (Zen 3, fp32, sd of ln(B/A) 0.26-0.30 -> 0.01).
     turn_options = {"spin_stop": True}
+    # Spark tasks share the cores: a spinning pool would steal the CPU another task is using
+    # (ORT ignores OMP_NUM_THREADS)
+    shared_core_options = {"spinning": False}
 
     def prepare(self, model: Path, config: RunConfig) -> Session:
         self.require()

@@ -149,6 +149,8 @@ class OpenVinoBackend(Backend):
         "int8_dynamic": "int8_dynamic (ConvInteger/MatMulInteger) has no openvino path",
     }
     distributions = ("openvino", "nncf")
+    # several processes on shared cores each pin from the first core of their mask (see above)
+    shared_core_options = {"cpu_pinning": False}
 
     def prepare(self, model: Path, config: RunConfig) -> Session:
         self.require()

@@ -1,22 +1,27 @@
 """Fleet qualification on Spark: ``perfsuite qualify --spark-master URL --hosts N`` runs
-``qualify_here`` as one task on each of N executor hosts, brings the reports back, writes
-them per host, records them in the results history and scores the fleet."""
+``qualify_here`` as one task on each of N executor hosts (``fan_out.run_on_hosts``), brings
+the reports back, writes them per host and records them in the results history; the CLI
+scores the fleet (``scoring``)."""
 
 from __future__ import annotations
 
 import json
+import socket
 from dataclasses import dataclass
 from pathlib import Path
+
+from perfsuite.files import atomic_write_text
+from perfsuite.fleet.fan_out import run_on_hosts
+from perfsuite.host.fingerprint import fingerprint
+from perfsuite.prepare.backends import software_versions
+from perfsuite.qualify import checks
+from perfsuite.qualify.here import qualify_here
+from perfsuite.store.database import open_history
 
 
 def qualify_task(payload: dict) -> dict:
     """Runs on an executor host: its own fingerprint, its class's shipped reference (or the
     one sent along), its own measurements."""
-    from perfsuite.host.fingerprint import fingerprint
-    from perfsuite.prepare.backends import software_versions
-    from perfsuite.qualify import checks
-    from perfsuite.qualify.here import qualify_here
-
     fp = fingerprint("/", frameworks=software_versions())
     ref = payload["reference"]
     if ref is None and not payload["no_reference"]:
@@ -43,9 +48,6 @@ def qualify_fleet(
     no_reference: bool = False,
     store_url: str | None = None,
 ) -> FleetRun:
-    from perfsuite.execute.spark_hosts import run_on_hosts
-    from perfsuite.files import atomic_write_text
-
     payload = {"quick": quick, "reference": reference, "no_reference": no_reference}
     results = run_on_hosts(master, hosts, _task_with_label, payload, host_cores=host_cores)
     run = FleetRun({}, {}, {})
@@ -62,8 +64,6 @@ def qualify_fleet(
         run.reports[r.host] = report
         run.written[r.host] = folder / "qualification.json"
     if run.reports:  # where results go: --store, $PERFSUITE_STORE or the default SQLite
-        from perfsuite.store.database import open_history
-
         store = open_history(store_url)
         for host, path in run.written.items():
             store.import_qualification(path, run.reports[host])
@@ -71,6 +71,4 @@ def qualify_fleet(
 
 
 def _task_with_label(payload: dict) -> dict:
-    import socket
-
     return qualify_task({**payload, "label": socket.gethostname()})

@@ -1,6 +1,6 @@
 """A sweep across hosts on Spark (``perfsuite sweep --spark-master URL --hosts N``): the same
-``run_on_hosts`` path as fleet qualification, each host running the profile's points in its
-own fresh workers; the driver writes one run directory per host, records each in the
+``fan_out.run_on_hosts`` path as fleet qualification, each host running the profile's points
+in its own fresh workers; the driver writes one run directory per host, records each in the
 results history and compares the hosts point by point."""
 
 from __future__ import annotations
@@ -10,16 +10,22 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from perfsuite.fleet.fan_out import run_on_hosts
+from perfsuite.host.fingerprint import fingerprint
+from perfsuite.host.topology import read_topology
+from perfsuite.prepare.backends import software_versions
+from perfsuite.store.database import open_history
+from perfsuite.store.files import RunDir
+from perfsuite.sweep.plan import make_profile
+from perfsuite.sweep.session import PerfSession, run_summary
+
 
 def sweep_task(payload: dict) -> dict:
     """Runs on an executor host: every runnable point of the profile, each in a fresh worker
-    (the sweep's ``worker`` executor), records returned as plain data."""
-    from perfsuite.host.fingerprint import fingerprint
-    from perfsuite.host.topology import read_topology
-    from perfsuite.prepare.backends import software_versions
-    from perfsuite.sweep.plan import make_profile
-    from perfsuite.sweep.session import PerfSession
-
+    (the sweep's ``worker`` executor, closed with the session whatever happens), records
+    returned as plain data."""
     profile = make_profile(payload["name"], payload["profile"])
     scratch = Path(tempfile.mkdtemp(prefix="perfsuite-fleet-"))
     try:
@@ -31,9 +37,11 @@ def sweep_task(payload: dict) -> dict:
             executor="worker",
             baselines=scratch / "baselines",
         )
-        points = session.points()
-        results = [session.run(p) for p in points if not p.skip]
-        session.close()
+        try:
+            points = session.points()
+            results = [session.run(p) for p in points if not p.skip]
+        finally:
+            session.close()
         return {
             "fingerprint": session.fingerprint,
             "records": results,
@@ -62,11 +70,6 @@ def sweep_fleet(
     store_url: str | None = None,
     timeout: float = 3600.0,
 ) -> FleetSweep:
-    from perfsuite.execute.spark_hosts import run_on_hosts
-    from perfsuite.store.database import open_history
-    from perfsuite.store.files import RunDir
-    from perfsuite.sweep.session import run_summary
-
     raw = profile.as_dict()
     raw.pop("name")
     payload = {"name": profile.name, "profile": raw}
@@ -94,8 +97,6 @@ def sweep_fleet(
 
 def compare_hosts(records: dict[str, list[dict]]) -> list[str]:
     """Per point: each host's throughput against the fleet median (same run, same code)."""
-    import numpy as np
-
     by_point: dict[str, dict[str, float]] = {}
     for host, results in records.items():
         for rec in results:

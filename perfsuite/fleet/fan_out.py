@@ -1,7 +1,8 @@
-"""Spark as the engine for runs across hosts: one task per executor host, each task taking
+"""Fan-out to hosts, with Spark as the engine: one task per executor host, each task taking
 all of its executor's cores (``spark.task.cpus`` = ``spark.executor.cores``), so N hosts run N
 tasks at once and no two share a machine. ``run_on_hosts`` waits for the executors, runs a
-module-level function on each and brings its JSON-able result back with the host's name.
+module-level function on each and brings its JSON-able result back with the host's name. The
+SparkSession is stopped whatever happens.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import urllib.parse
 from dataclasses import dataclass
 
 from perfsuite.execute.isolation import WorkerError
-from perfsuite.execute.spark import _Deadline, start
+from perfsuite.execute.spark import Deadline, start
 
 
 class FleetUsageError(ValueError):
@@ -95,7 +96,7 @@ def run_on_hosts(
             raise WorkerError(
                 f"{have} executor(s) registered with {master} in {wait_s:.0f} s; {hosts} needed"
             )
-        with _Deadline(sc, timeout, "perfsuite-hosts") as deadline:
+        with Deadline(sc, timeout, "perfsuite-hosts") as deadline:
             try:
                 got = (
                     sc.parallelize(range(hosts), hosts)

@@ -1,0 +1,140 @@
+"""The ``interpreter`` executor: each point in a fresh process of another Python, with its own
+perfsuite, frameworks and kernels (one side of ``perfsuite ab``: two venvs, two builds, or
+one interpreter with another environment).
+
+- ``run`` starts ``python -c SNIPPET POINT PROTOCOL``: ``run_point`` in that interpreter, its
+  record (plus that side's framework versions) as the last line of stdout.
+- ``turns`` starts ``python -m perfsuite.execute.turns POINT PROTOCOL`` and returns the
+  ``TurnWorker`` that talks to it: a request line in, a JSON line out (the call-interleaved
+  rounds of ``sweep.ab.measure_turns``). ``close`` kills the turn workers still open.
+
+The other side needs perfsuite installed; only ``run_point`` and ``software_versions`` (run)
+or ``perfsuite.execute.turns`` (turns) of its own are used, so an older perfsuite there works.
+Errors name the point and the side (``label``) in one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+
+from perfsuite.execute.executors import BaseExecutor
+from perfsuite.execute.isolation import WorkerError
+
+SNIPPET = """
+import json, sys
+from perfsuite.execute.runner import run_point
+from perfsuite.prepare.backends import software_versions
+point, protocol = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+out = run_point(point, protocol)
+out["software"] = software_versions()
+sys.stdout.write("\\n" + json.dumps(out, default=str) + "\\n")
+"""
+
+
+class Interpreter(BaseExecutor):
+    name = "interpreter"
+
+    def __init__(
+        self,
+        timeout: float = 300.0,
+        python: str = sys.executable,
+        env: dict | None = None,
+        label: str | None = None,
+    ):
+        self.timeout = timeout
+        self.python = python
+        self.env = dict(env or {})
+        self.label = label or python
+        self._turns: list[TurnWorker] = []
+
+    def _environ(self) -> dict:
+        return {**os.environ, **self.env}
+
+    def run(self, point: dict, protocol: dict) -> dict:
+        """One fresh process of this interpreter measuring ``point``; its plain-data result."""
+        try:
+            proc = subprocess.run(
+                [self.python, "-c", SNIPPET, json.dumps(point), json.dumps(protocol)],
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                env=self._environ(),
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise WorkerError(f"{self.label}: {point['id']} passed {self.timeout:.0f} s") from exc
+        except OSError as exc:
+            raise WorkerError(f"{self.label}: cannot run {self.python}: {exc}") from exc
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise WorkerError(f"{self.label}: {point['id']}: {last}")
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        return {**out, "isolation": f"interpreter {self.python}"}
+
+    def turns(self, point: dict, protocol: dict) -> TurnWorker:
+        """A ``perfsuite.execute.turns`` process of this interpreter for ``point``, open until
+        it is closed (or this executor is)."""
+        worker = TurnWorker(self, point, protocol)
+        self._turns.append(worker)
+        return worker
+
+    def close(self) -> None:
+        while self._turns:
+            self._turns.pop().close()
+
+
+class TurnWorker:
+    """One ``perfsuite.execute.turns`` process: a request line in, a JSON line out."""
+
+    def __init__(self, interpreter: Interpreter, point: dict, protocol: dict):
+        self.label, self.pid, self.timeout = interpreter.label, point["id"], interpreter.timeout
+        self.err = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())
+        cmd = [interpreter.python, "-m", "perfsuite.execute.turns", json.dumps(point),
+               json.dumps(protocol)]  # fmt: skip
+        try:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True,
+                env=interpreter._environ(),
+            )  # fmt: skip
+        except OSError as exc:
+            self.err.close()
+            raise WorkerError(
+                f"{self.label}: cannot run {interpreter.python}: {exc}"
+            ) from exc
+
+    def ask(self, request: str | None) -> dict:
+        """Send ``request`` (None: only read) and return the worker's answer."""
+        if request is not None:
+            try:
+                self.proc.stdin.write(request + "\n")
+                self.proc.stdin.flush()
+            except OSError:
+                pass  # it died: the read below says why
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
+        if not ready:
+            raise WorkerError(f"{self.label}: {self.pid} passed {self.timeout:.0f} s")
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait()
+            self.err.seek(0)
+            last = (self.err.read().strip().splitlines() or ["no output"])[-1]
+            if "No module named perfsuite.execute.turns" in last:
+                last += " (that side's perfsuite predates turns: use --turns 0)"
+            raise WorkerError(f"{self.label}: {self.pid}: {last}")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.err.closed:
+            return
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):  # a broken pipe to a killed worker
+                pipe.close()
+        self.err.close()

@@ -1,0 +1,108 @@
+"""What other packages add to perfsuite, found through entry points (pytest finds its plugins
+through ``pytest11`` the same way). perfsuite declares its own in its pyproject.toml:
+
+- ``perfsuite.backends``: name -> a ``perfsuite.prepare.backends.Backend`` subclass (a
+  framework);
+- ``perfsuite.precisions``: name -> a ``perfsuite.prepare.quantize.Quantizer`` (how that
+  precision's model file is made);
+- ``perfsuite.executors``: name -> an ``perfsuite.execute.executors.Executor`` class, built
+  with keyword options (``timeout`` at least).
+
+A third-party package adds a framework by declaring, in its own pyproject.toml::
+
+    [project.entry-points."perfsuite.backends"]
+    myfw = "myfw_perfsuite:MyBackend"
+
+and every process that imports perfsuite finds it: the sweep, its spawned workers, Spark's
+Python workers, the other interpreter of an A/B run (with its own installed set).
+
+A ``Registry`` is one group's mapping. It reads the entry points on first use and again when
+``sys.path`` changed (a path added later, a test's or a worker's, counts), and it keeps what
+was registered at run time (a ``Backend`` subclass defined in a conftest registers itself on
+definition; ``runtime_only`` names those that no entry point declares).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+import warnings
+from collections.abc import Callable, Iterator, MutableMapping
+
+BACKENDS = "perfsuite.backends"
+PRECISIONS = "perfsuite.precisions"
+EXECUTORS = "perfsuite.executors"
+
+STALE = (
+    "no {group} entry points found: perfsuite's installed metadata is missing or stale "
+    "(reinstall it: pip install -e .)"
+)
+
+
+class Registry(MutableMapping):
+    """name -> object of one entry-point group, plus run-time registrations.
+
+    ``make`` turns what an entry point names into the registered object (a class into its
+    instance, say). Entries registered at run time win over entry points of the same name
+    (a built-in backend registers both ways on import: the same class)."""
+
+    def __init__(self, group: str, make: Callable[[object], object] = lambda obj: obj):
+        self.group = group
+        self._make = make
+        self._found: dict = {}
+        self._added: dict = {}
+        self._path: tuple[str, ...] | None = None
+
+    def _entries(self) -> dict:
+        path = tuple(sys.path)
+        if path != self._path:
+            self._path = path  # first: loading defines classes that register here
+            self._found = self._scan()
+        return {**self._found, **self._added}
+
+    def _scan(self) -> dict:
+        found: dict = {}
+        for ep in importlib.metadata.entry_points(group=self.group):
+            if ep.name in found:  # the first on sys.path wins, as for imports
+                continue
+            try:
+                found[ep.name] = self._make(ep.load())
+            except Exception as exc:  # one broken plugin must not take the others down
+                warnings.warn(
+                    f"{self.group} entry point {ep.name} = {ep.value} not loaded: "
+                    f"{exc.__class__.__name__}: {exc}",
+                    stacklevel=3,
+                )
+        return found
+
+    def require(self) -> None:
+        """Raise when the group is empty: perfsuite's own entries are always declared."""
+        if not self._entries():
+            raise LookupError(STALE.format(group=self.group))
+
+    def runtime_only(self) -> dict:
+        """Entries registered at run time that no entry point declares (a conftest's)."""
+        self._entries()
+        return {k: v for k, v in self._added.items() if k not in self._found}
+
+    def __getitem__(self, name: str):
+        return self._entries()[name]
+
+    def __setitem__(self, name: str, obj) -> None:
+        self._added[name] = obj
+
+    def __delitem__(self, name: str) -> None:
+        entries = self._entries()
+        if name not in entries:
+            raise KeyError(name)
+        self._added.pop(name, None)
+        self._found.pop(name, None)  # until sys.path changes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries())
+
+    def __len__(self) -> int:
+        return len(self._entries())
+
+    def __repr__(self) -> str:
+        return f"Registry({self.group!r}, {sorted(self._entries())})"
