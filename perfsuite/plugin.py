@@ -9,17 +9,25 @@ perfsuite's metrics in ``extra_info``.
 
 from __future__ import annotations
 
+import os
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from perfsuite.options import (
-    add_gate_options,
-    add_store_option,
-    csv,
-    positive_float,
-    positive_int,
-)
+from perfsuite import kernels
+from perfsuite.execute.interference import busiest_processes
+from perfsuite.files import NotWritable, check_writable_dir
+from perfsuite.gate.config import GateConfigError, load_gate_config
+from perfsuite.host.fingerprint import fingerprint
+from perfsuite.host.topology import read_topology
+from perfsuite.options import OPTIONS, PLUGIN, add_options
+from perfsuite.prepare import cache
+from perfsuite.prepare.backends import software_versions
+from perfsuite.store import database
+from perfsuite.sweep.finish import FinishOptions, Outcome, finish
+from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
+from perfsuite.sweep.session import PerfSession
 
 SESSION = pytest.StashKey["object"]()
 GATE = pytest.StashKey["object"]()
@@ -27,162 +35,7 @@ OUTCOME = pytest.StashKey["object"]()
 
 
 def pytest_addoption(parser):
-    from perfsuite.execute.executors import DEFAULT, EXECUTORS
-
-    g = parser.getgroup("perfsuite", "perfsuite inference sweep")
-    g.addoption(
-        "--perf-profile",
-        default=None,
-        help="sweep profile (default: smoke; default under --benchmark-only)",
-    )
-    g.addoption(
-        "--perf-config",
-        default=None,
-        type=Path,
-        help="TOML file overriding/adding profiles (default: none)",
-    )
-    g.addoption(
-        "--perf-models",
-        type=csv("model names"),
-        default=None,
-        help="models, comma-separated (default: the profile's)",
-    )
-    g.addoption(
-        "--perf-frameworks",
-        type=csv("frameworks"),
-        default=None,
-        help="onnxruntime,openvino (default: the profile's)",
-    )
-    g.addoption(
-        "--perf-precisions",
-        type=csv("precisions"),
-        default=None,
-        help="fp32,int8_dynamic,int8_static,int8_static_rr,int8_nncf,bf16 (default: the profile's)",
-    )
-    g.addoption(
-        "--perf-threads",
-        type=csv("thread counts"),
-        default=None,
-        help="numbers, 'auto' (the article's formula), 'all' (1..cores), 'cores' "
-        "(default: the profile's)",
-    )
-    g.addoption(
-        "--perf-numa-nodes",
-        type=csv("nodes"),
-        default=None,
-        help="node numbers, 'all', or 'none' for no binding (default: the profile's)",
-    )
-    g.addoption(
-        "--perf-batch",
-        type=csv("batch sizes"),
-        default=None,
-        help="batch sizes (default: the profile's)",
-    )
-    g.addoption(
-        "--perf-mode",
-        choices=("latency", "throughput"),
-        default=None,
-        help="latency (one request at a time) or throughput (default: the profile's)",
-    )
-    g.addoption(
-        "--perf-min-time",
-        type=positive_float,
-        default=None,
-        help="seconds of measurement per point (default: the profile's)",
-    )
-    g.addoption(
-        "--perf-sessions",
-        type=positive_int,
-        default=None,
-        help="fresh framework sessions per point, measured in turn and pooled; their medians "
-        "show run-to-run spread to the gate (default: the profile's)",
-    )
-    g.addoption(
-        "--perf-spark",
-        type=csv("Spark specs"),
-        default=None,
-        help="Spark points: 'none' (single-process points), 'partition' or 'rdd_map' (one "
-        "1-CPU slot per core), or '<pattern>:<slots>x<cpus per task>' (default: the profile's)",
-    )
-    g.addoption(
-        "--perf-spark-items",
-        type=positive_int,
-        default=None,
-        help="images in a Spark point's dataset (default: the profile's)",
-    )
-    g.addoption(
-        "--perf-icount",
-        action="store_true",
-        default=None,
-        help="also count the kernel points' instructions under valgrind (exact; saved in the "
-        "baseline and gated at 1%%); the profile's `icount` key turns it on too",
-    )
-    g.addoption(
-        "--perf-spark-master",
-        default=None,
-        help="Spark master URL for Spark points: spark://host:7077, yarn, k8s://... "
-        "(default: $PERFSUITE_SPARK_MASTER, else local[<cores>])",
-    )
-    g.addoption(
-        "--perf-executor",
-        choices=tuple(EXECUTORS),
-        default=DEFAULT,
-        help="how points run: a fresh process for each session of every point (worker), in "
-        "the pytest process (in-process, for debugging; cannot bind), or worker for "
-        f"NUMA-bound points only (auto) (default: {DEFAULT})",
-    )
-    g.addoption(
-        "--perf-timeout",
-        type=positive_float,
-        default=None,
-        help="seconds before a worker point is killed (default: the profile's)",
-    )
-    g.addoption(
-        "--perf-out",
-        default="perf-results",
-        type=Path,
-        help="directory for result records (default: perf-results)",
-    )
-    g.addoption(
-        "--perf-baseline",
-        type=Path,
-        default=Path("baselines"),
-        help="baseline directory (<dir>/<hardware-class>/<profile>.json) (default: baselines)",
-    )
-    g.addoption(
-        "--perf-save-baseline",
-        action="store_true",
-        default=False,
-        help="add this run's points to the baseline (refuses to replace entries) (default: off)",
-    )
-    g.addoption(
-        "--perf-update-baseline",
-        action="store_true",
-        default=False,
-        help="with --perf-save-baseline: replace existing entries (default: off)",
-    )
-    g.addoption(
-        "--perf-add-baseline-run",
-        action="store_true",
-        default=False,
-        help="with --perf-save-baseline: add this run to existing entries' run history, "
-        "from which the gate learns between-run noise (default: off)",
-    )
-    add_gate_options(g.addoption, "--perf-", fail_on_default=None)
-    add_store_option(g.addoption, "--perf-")
-    g.addoption(
-        "--perf-counters",
-        action="store_true",
-        default=False,
-        help="perf stat (cycles, instructions, cache misses) around each measurement window; "
-        "unsupported events are recorded with the reason (default: off)",
-    )
-    g.addoption(
-        "--perf-plan",
-        action="store_true",
-        default=False,
-        help="print the sweep plan (points and skip reasons) and exit",
-    )
+    add_options(parser.getgroup("perfsuite", "perfsuite inference sweep").addoption, PLUGIN)
 
 
 def _overrides(config) -> dict:
@@ -206,8 +59,6 @@ def _overrides(config) -> dict:
 
 
 def pytest_configure(config):
-    from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
-
     name = config.getoption("perf_profile") or (
         "default" if config.getoption("benchmark_only", False) else "smoke"
     )
@@ -234,7 +85,9 @@ def pytest_configure(config):
 
 
 # Options whose value is a path: "--perf-out DIR" in two words can steal pytest's rootdir.
-PATH_OPTIONS = ("--perf-out", "--perf-baseline", "--perf-config")
+PATH_OPTIONS = tuple(
+    o.flags(PLUGIN)[0] for o in OPTIONS if o.plugin and o.kwargs.get("type") is Path
+)
 
 
 def _check_rootdir(config) -> None:
@@ -260,8 +113,6 @@ def _check_rootdir(config) -> None:
 
 def _project_ini(start: Path) -> Path | None:
     """The pytest configuration file pytest would find from ``start`` (its own order)."""
-    import tomllib
-
     for d in (start, *start.parents):
         for name, holds in (
             ("pytest.ini", lambda t: True),
@@ -285,8 +136,6 @@ def _project_ini(start: Path) -> Path | None:
 def _check_environment() -> None:
     """A PERFSUITE_FORCE_ISA the CPU cannot run is a usage error before anything runs (it
     used to end up as 'kernels.isa: unavailable' in the fingerprint of every record)."""
-    from perfsuite import kernels
-
     problem = kernels.forced_isa_problem()
     if problem:
         raise pytest.UsageError(f"perfsuite: {problem}")
@@ -295,16 +144,11 @@ def _check_environment() -> None:
 def _check_outputs(config) -> None:
     """Output locations are checked before anything is measured, not after (a read-only
     --perf-out used to fail with a traceback once every point had run)."""
-    import os
-
-    from perfsuite.files import NotWritable, check_writable_dir
-    from perfsuite.prepare.cache import ENV
-
     checks = [(config.getoption("perf_out"), "--perf-out")]
     if config.getoption("perf_save_baseline"):
         checks.append((config.getoption("perf_baseline"), "--perf-baseline"))
-    if os.environ.get(ENV):
-        checks.append((os.environ[ENV], ENV))
+    if os.environ.get(cache.ENV):
+        checks.append((os.environ[cache.ENV], cache.ENV))
     try:
         for path, what in checks:
             check_writable_dir(path, what)
@@ -314,11 +158,7 @@ def _check_outputs(config) -> None:
 
 def history_url(config) -> str | None:
     """Where runs are recorded: --perf-store, else $PERFSUITE_STORE; None: nowhere."""
-    import os
-
-    from perfsuite.store.database import ENV
-
-    return config.getoption("perf_store") or os.environ.get(ENV) or None
+    return config.getoption("perf_store") or os.environ.get(database.ENV) or None
 
 
 def _check_store(config) -> None:
@@ -326,17 +166,13 @@ def _check_store(config) -> None:
     url = history_url(config)
     if url is None:
         return
-    from perfsuite.store.database import StoreError, open_history
-
     try:
-        open_history(url)
-    except StoreError as exc:
+        database.open_history(url)
+    except database.StoreError as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
 
 
 def _gate_config(config):
-    from perfsuite.gate.config import GateConfigError, load_gate_config
-
     pyproject = config.rootpath / "pyproject.toml"
     try:
         return load_gate_config(
@@ -364,11 +200,6 @@ class _LazySession:
 
     def get(self):
         if self._session is None:
-            from perfsuite.host.fingerprint import fingerprint
-            from perfsuite.host.topology import read_topology
-            from perfsuite.prepare.backends import software_versions
-            from perfsuite.sweep.session import PerfSession
-
             self._session = session = PerfSession(
                 self.profile,
                 self.out_dir,
@@ -403,8 +234,6 @@ def pytest_collection_finish(session):
     tr = config.pluginmanager.get_plugin("terminalreporter")
     if not config.getoption("perf_plan"):
         if lazy.started and tr is not None:  # sweep points were collected: pre-flight
-            from perfsuite.execute.interference import busiest_processes
-
             busy = busiest_processes()
             if busy:
                 tr.write_line(
@@ -479,8 +308,6 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def _finish(session, lazy) -> None:
-    from perfsuite.sweep.finish import FinishOptions, finish
-
     o = session.config.getoption
     opts = FinishOptions(
         gate=session.config.stash[GATE],
@@ -493,8 +320,6 @@ def _finish(session, lazy) -> None:
     try:
         outcome = finish(lazy.get(), opts)
     except Exception as exc:  # a broken gate must say so, not take the report down
-        from perfsuite.sweep.finish import Outcome
-
         outcome = Outcome(
             lines=[f"perfsuite internal error: {exc.__class__.__name__}: {exc}"],
             fail=True,

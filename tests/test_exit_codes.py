@@ -59,12 +59,12 @@ def test_qualify_checks_its_outputs_before_measuring(tmp_path):
 
 
 def test_an_internal_error_is_one_line_and_code_3(monkeypatch, capsys):
-    from perfsuite.gate import engine
+    from perfsuite.cli import compare
 
     def broken(*a, **k):
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(engine, "evaluate", broken)
+    monkeypatch.setattr(compare, "judge", broken)
     base = BASE
     assert cli.main(["compare", base, base]) == cli.EXIT_INTERNAL
     err = capsys.readouterr().err

@@ -5,19 +5,26 @@ cannot be opened."""
 
 from __future__ import annotations
 
-import argparse
+import datetime
 import json
 import sys
 from pathlib import Path
 
-from perfsuite.options import add_store_option, fraction, positive_float, positive_int
+from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
+from perfsuite.cli.tables import fleet_table, table
+from perfsuite.files import atomic_write_text
+from perfsuite.fleet import scoring as fleet
+from perfsuite.history.changes import detect
+from perfsuite.history.trends import render
+from perfsuite.options import add_options, fraction, positive_float, positive_int
+from perfsuite.qualify.checks import make_reference
+from perfsuite.store.database import StoreError, open_history
 
+INPUT_ERRORS: tuple[type[Exception], ...] = (StoreError, fleet.FleetError)
 METRICS = ["latency_median_ms", "latency_p90_ms", "latency_p99_ms", "throughput_ips"]
 
 
 def _store(args):
-    from perfsuite.store.database import open_history
-
     return open_history(args.store)
 
 
@@ -26,63 +33,27 @@ def _print_json(data) -> None:
     sys.stdout.write("\n")
 
 
-def _table(title: str, columns: list[str], rows: list[list]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title)
-    for c in columns:
-        table.add_column(c)
-    for r in rows:
-        table.add_row(*[str(x) for x in r])
-    Console(width=200).print(table)
-
-
-def fleet_table(scores, verdicts: dict[str, str]) -> None:
-    """host | class | its own qualification verdict | fleet verdict | failing | outliers."""
-    _table(
-        f"fleet of {scores[0].hardware_class}: {len(scores)} hosts",
-        ["host", "class", "qualify", "fleet", "failing", "outliers (|z|>3.5)"],
-        [
-            [
-                s.host,
-                s.hardware_class,
-                verdicts[s.host],
-                s.verdict,
-                ", ".join(
-                    f"{f['metric']} ({f['category']}"
-                    + (f" {f['deviation']:+.1%})" if f["deviation"] is not None else " missing)")
-                    for f in s.failures
-                )
-                or "-",
-                ", ".join(s.outliers) or "-",
-            ]
-            for s in scores
-        ],
-    )
-
-
 def cmd_import(args) -> int:
     store = _store(args)
     added = 0
     for path in args.paths:
         if not Path(path).exists():
             print(f"perfsuite db import: {path}: no such file or directory", file=sys.stderr)
-            return 2
+            return EXIT_USAGE
     for path in args.paths:
         done = store.import_path(Path(path), commit=args.commit)
         added += done.added
         print(f"{'added' if done.added else 'already stored'}: {done.kind} {done.source}")
     print(f"{added} added, {len(args.paths) - added} already stored ({store.safe_url})")
-    return 0
+    return EXIT_OK
 
 
 def cmd_runs(args) -> int:
     rows = _store(args).runs(limit=args.limit)
     if args.json:
         _print_json(rows)
-        return 0
-    _table(
+        return EXIT_OK
+    table(
         "runs, newest first",
         ["id", "key", "time (UTC)", "kind", "class", "profile", "points", "excluded"],
         [
@@ -99,14 +70,14 @@ def cmd_runs(args) -> int:
             for r in rows
         ],
     )
-    return 0
+    return EXIT_OK
 
 
 def cmd_history(args) -> int:
     series = _store(args).series(args.pattern, metric=args.metric, hardware_class=args.hw_class)
     if not series:
         print(f"perfsuite db history: no benchmark matches {args.pattern!r}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if args.json:
         _print_json(
             [
@@ -129,19 +100,17 @@ def cmd_history(args) -> int:
                 for (n, hw), s in sorted(series.items())
             ]
         )
-        return 0
+        return EXIT_OK
     rows = [
         [n, hw, p.run_id, f"{p.started_at:%Y-%m-%d %H:%M}", f"{p.value:.4g}"]
         for (n, hw), s in sorted(series.items())
         for p in s
     ]
-    _table(f"history of {args.metric}", ["benchmark", "class", "run", "time (UTC)", "value"], rows)
-    return 0
+    table(f"history of {args.metric}", ["benchmark", "class", "run", "time (UTC)", "value"], rows)
+    return EXIT_OK
 
 
 def cmd_changes(args) -> int:
-    from perfsuite.gate.history import detect
-
     found = detect(
         _store(args),
         args.pattern,
@@ -154,7 +123,7 @@ def cmd_changes(args) -> int:
     if args.json:
         _print_json([c.as_dict() for c in found])
     elif found:
-        _table(
+        table(
             f"change points in {args.metric}",
             ["benchmark", "class", "index", "run", "time (UTC)", "before", "after", "change", "p"],
             [
@@ -174,7 +143,7 @@ def cmd_changes(args) -> int:
         )
     else:
         print("no change points")
-    return 1 if (found and args.fail_on_change) else 0
+    return EXIT_FAIL if (found and args.fail_on_change) else EXIT_OK
 
 
 def cmd_annotate(args) -> int:
@@ -184,18 +153,16 @@ def cmd_annotate(args) -> int:
     )
     kind = "accepted change" if args.accept else "note"
     print(f"annotation {n}: {kind} for {args.pattern} from run {args.run}")
-    return 0
+    return EXIT_OK
 
 
 def cmd_exclude(args) -> int:
     run_id = _store(args).exclude(args.run, args.reason)
     print(f"run {run_id} excluded: {args.reason}")
-    return 0
+    return EXIT_OK
 
 
 def cmd_export(args) -> int:
-    from perfsuite.files import atomic_write_text
-
     runs = _store(args).export(args.run)
     text = json.dumps({"schema": "perfsuite.history-export/1", "runs": runs}, indent=1, default=str)
     if args.out:
@@ -203,23 +170,17 @@ def cmd_export(args) -> int:
         print(f"{len(runs)} runs written to {args.out}")
     else:
         sys.stdout.write(text + "\n")
-    return 0
+    return EXIT_OK
 
 
 def cmd_trends(args) -> int:
-    from perfsuite.files import atomic_write_text
-    from perfsuite.gate.trends import render
-
     page = render(_store(args), args.pattern, metric=args.metric)
     atomic_write_text(args.out, page)
     print(f"trend page: {args.out}")
-    return 0
+    return EXIT_OK
 
 
 def cmd_fleet(args) -> int:
-    from perfsuite.files import atomic_write_text
-    from perfsuite.qualify import fleet
-
     rules = fleet.load_rules(args.rules)
     reports = _store(args).qualifications(args.hw_class)
     classes = sorted({r["hardware_class"] for r in reports})
@@ -233,7 +194,7 @@ def cmd_fleet(args) -> int:
             ),
             file=sys.stderr,
         )
-        return 2
+        return EXIT_USAGE
     hosts = {}
     for r in reports:
         fields = r["report"]["fingerprint"]["fields"]
@@ -251,25 +212,21 @@ def cmd_fleet(args) -> int:
             atomic_write_text(args.out / f"{s.host}.json", json.dumps(s.as_dict(), indent=1))
         print(f"per-host verdicts: {args.out}/<host>.json")
     if args.save_reference:
-        from perfsuite.qualify.checks import make_reference
-
         good = [hosts[s.host]["report"] for s in scores if s.verdict == "PASS"]
         if not good:
             print("perfsuite db fleet: no passing host to build a reference from", file=sys.stderr)
-            return 1
-        import datetime
-
+            return EXIT_FAIL
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
         ref = make_reference(good[0]["fingerprint"], [g["measurements"] for g in good], when=when)
         ref["source"] += f"; fleet median over {len(good)} passing hosts"
         atomic_write_text(args.save_reference, json.dumps(ref, indent=1) + "\n")
         print(f"reference saved: {args.save_reference}")
-    return 1 if any(s.verdict == "FAIL" for s in scores) else 0
+    return EXIT_FAIL if any(s.verdict == "FAIL" for s in scores) else EXIT_OK
 
 
-def add_parser(sub) -> None:
-    db = sub.add_parser("db", help="the results history: import, runs, history, changes, ...")
-    add_store_option(db.add_argument, "--")
+def add_parser(subparsers) -> None:
+    db = add_verb(subparsers, "db")
+    add_options(db.add_argument, "db")
     cmds = db.add_subparsers(dest="db_command", required=True)
 
     def command(name, func, help_):
@@ -340,13 +297,3 @@ def add_parser(sub) -> None:
         metavar="FILE",
         help="a reference for the class: median over the passing hosts",
     )
-
-
-def input_errors() -> tuple[type[Exception], ...]:
-    from perfsuite.qualify.fleet import FleetError
-    from perfsuite.store.database import StoreError
-
-    return (StoreError, FleetError)
-
-
-__all__ = ["add_parser", "input_errors", "argparse"]

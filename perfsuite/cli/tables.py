@@ -1,0 +1,39 @@
+"""Terminal tables shared by the verbs (``db`` and fleet qualification)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+
+def table(title: str, columns: list[str], rows: list[list]) -> None:
+    t = Table(title=title)
+    for c in columns:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*[str(x) for x in r])
+    Console(width=200).print(t)
+
+
+def fleet_table(scores, verdicts: dict[str, str]) -> None:
+    """host | class | its own qualification verdict | fleet verdict | failing | outliers."""
+    table(
+        f"fleet of {scores[0].hardware_class}: {len(scores)} hosts",
+        ["host", "class", "qualify", "fleet", "failing", "outliers (|z|>3.5)"],
+        [
+            [
+                s.host,
+                s.hardware_class,
+                verdicts[s.host],
+                s.verdict,
+                ", ".join(
+                    f"{f['metric']} ({f['category']}"
+                    + (f" {f['deviation']:+.1%})" if f["deviation"] is not None else " missing)")
+                    for f in s.failures
+                )
+                or "-",
+                ", ".join(s.outliers) or "-",
+            ]
+            for s in scores
+        ],
+    )
