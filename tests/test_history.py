@@ -1,4 +1,4 @@
-"""The results history (perfsuite.store.database, gate.history, perfsuite db): the same tests
+"""The results history (perfsuite.store.database, history.changes, perfsuite db): the same tests
 on SQLite always and on a real PostgreSQL when $PERFSUITE_TEST_POSTGRES names one (.ci/run
 starts a throwaway cluster)."""
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from history_data import fingerprint, point_id, step_history, write_run
 
 from perfsuite.cli import main
-from perfsuite.gate.history import detect
+from perfsuite.history.changes import detect
 from perfsuite.store import schema
 from perfsuite.store.database import MIGRATIONS, HistoryStore, StoreError
 
@@ -46,7 +46,7 @@ def test_migrations_match_the_schema_and_go_both_ways(store_url):
     from alembic.migration import MigrationContext
 
     store = HistoryStore(store_url)
-    assert store.revision() == "0001"
+    assert store.revision() == "0002"
     with store.engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), schema.metadata) == []
     cfg = Config()

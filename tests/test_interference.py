@@ -5,9 +5,11 @@ import multiprocessing
 import time
 
 import numpy as np
+from history_data import record
 
+from perfsuite import records
 from perfsuite.execute import interference
-from perfsuite.gate.engine import ResultSet, evaluate, from_records
+from perfsuite.gate.judge import Side, judge
 from perfsuite.gate.statistics import GateConfig
 
 
@@ -53,25 +55,27 @@ def test_a_busy_competitor_is_seen():
 
 
 def _record(pid, samples, dirty):
-    w = {"foreign_share": 0.6 if dirty else 0.0, "steal_share": 0.0, "contaminated": dirty}
-    return {
-        "id": pid,
-        "status": "ok",
-        "samples_s": list(samples),
-        "stats": {},
-        "interference": {"contaminated": dirty, "retries": 2, "sessions": [w]},
-    }
+    w = {"foreign_share": 0.6 if dirty else 0.0, "steal_share": 0.0, "contaminated": dirty,
+         "window_s": 1.0, "foreign_cpu_s": 1.2 if dirty else 0.0, "involuntary_switches": 0,
+         "migrations": 0}  # fmt: skip
+    data = record(pid, 0.01, 1.79e9, np.random.default_rng(0), n=len(samples))
+    data["samples_s"] = list(samples)
+    data["interference"] = {"contaminated": dirty, "retries": 2, "sessions": [w]}
+    return records.load_result(data)
+
+
+P = "p-fw-fp32-t1-unbound-b1"
 
 
 def test_a_contaminated_point_cannot_be_a_regression():
     rng = np.random.default_rng(2)
-    base = {"p": rng.lognormal(0, 0.01, 200) * 0.01}
+    base = {P: rng.lognormal(0, 0.01, 200) * 0.01}
     fp = {"fields": {}, "classes": {}, "hardware_class": "h"}
-    slow = base["p"] * 1.5
+    slow = base[P] * 1.5
     cfg = GateConfig(bootstrap_resamples=200)
-    b = ResultSet(fp, base, {}, "base", {})
-    (v,) = evaluate(b, from_records([_record("p", slow, True)], fp), cfg).verdicts
+    b = Side(fp, base, "base")
+    (v,) = judge(b, Side.of_results(fp, [_record(P, slow, True)]), cfg).verdicts
     assert v.verdict == "unstable" and "contaminated while measured" in v.reason
     assert "60% of the CPUs" in v.reason
-    (v,) = evaluate(b, from_records([_record("p", slow, False)], fp), cfg).verdicts
+    (v,) = judge(b, Side.of_results(fp, [_record(P, slow, False)]), cfg).verdicts
     assert v.verdict == "regressed"

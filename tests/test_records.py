@@ -63,7 +63,7 @@ def test_committed_version_1_files_load_through_the_upgrade():
     assert b.schema_ == "perfsuite.baseline/2" and len(b.entries) == 2
     # the committed baselines themselves (written by /1 code) load through the store
     for path in Path("baselines").glob("*/*.json"):
-        assert store.load(path)["schema"] == "perfsuite.baseline/2"
+        assert store.load(path).schema_ == "perfsuite.baseline/2"
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -0.01, 0.0])
@@ -114,7 +114,8 @@ def test_a_nan_sample_cannot_hide_a_regression(tmp_path):
     """One NaN among 1.5x slower samples made compare say 'unchanged +nan%' and exit 0."""
     rng = np.random.default_rng(1)
     base = rng.lognormal(0, 0.01, 50) * 0.01
-    b, *_ = store.save(tmp_path / "b", fingerprint(), "p", [result(samples=base)])
+    ok = records.load_result(result(samples=base))
+    b, *_ = store.save(tmp_path / "b", fingerprint(), "p", [ok])
     slow = list(base * 1.5)
     slow[7] = math.nan
     bad = result(samples=slow)
@@ -137,7 +138,7 @@ def _save_many(root: str, worker: int, count: int, start) -> None:
     start.wait()
     for i in range(count):
         pid = f"w{worker}n{i}-fw-fp32-t1-unbound-b1"
-        store.save(Path(root), fingerprint(), "p", [result(pid)])
+        store.save(Path(root), fingerprint(), "p", [records.load_result(result(pid))])
 
 
 def test_two_runs_saving_at_once_lose_nothing(tmp_path):
@@ -151,7 +152,7 @@ def test_two_runs_saving_at_once_lose_nothing(tmp_path):
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
-    entries = store.load(tmp_path / "amd-zen3-2c-1n" / "p.json")["entries"]
+    entries = store.load(tmp_path / "amd-zen3-2c-1n" / "p.json").entries
     assert len(entries) == 30
 
 

@@ -1,32 +1,20 @@
 """The terminal report: precision labels follow what the framework really ran, ratios are
 split by kind, and the article's INT8 claim is judged from the measured ratios."""
 
+from perfsuite import records
+from perfsuite.execute.measure import summarize
 from perfsuite.sweep.report import int8_claim, precision_label, sweep_table
 
 
 def record(prec, ips, threads=1, fw="openvino", hint=None):
     settings = {} if hint is None else {"INFERENCE_PRECISION_HINT": hint}
-    return {
-        "id": f"resnet50-{fw}-{prec}-t{threads}",
-        "status": "ok",
-        "point": {
-            "model": "resnet50",
-            "framework": fw,
-            "precision": prec,
-            "threads": threads,
-            "numa_node": None,
-            "batch": 1,
-            "mode": "latency",
-        },
-        "settings": settings,
-        "stats": {
-            "throughput_ips": ips,
-            "latency_p50_ms": 1000 / ips,
-            "latency_p99_ms": 1000 / ips,
-            "p99_reliable": True,
-            "cv": 0.01,
-        },
-    }
+    point = records.Point(model="resnet50", framework=fw, precision=prec, threads=threads,
+                          batch=1, mode="latency")  # fmt: skip
+    samples = [1 / ips] * 3
+    return records.Result(
+        id=point.id, point=point, hardware_class="h", timestamp=1.7e9, status="ok",
+        settings=settings, samples_s=samples, stats=summarize(samples),
+    )  # fmt: skip
 
 
 def test_a_bf16_run_never_reads_as_fp32_and_back():
@@ -80,21 +68,19 @@ def test_every_slow_int8_point_is_diagnosed_in_terminal_and_html():
         record("int8_static", 35.0, fw="onnxruntime"),  # faster: not
         record("int8_static_rr", 9.0, threads=2, fw="onnxruntime"),  # no FP32 at t2: not
     ]
-    for r in recs:
-        r["samples_s"] = [1 / r["stats"]["throughput_ips"]] * 3
     fp = {"hardware_class": "h", "fields": {"isa.avx512_vnni": False, "cpu.physical_cores": 2}}
     seen = []
 
     def fake(point, flags, flops):
-        seen.append((point["precision"], flags))
+        seen.append((point.precision, flags))
         return ["ConvInteger from dynamic quantization"]
 
     slow = slow_int8(recs, fp, diagnose=fake)
-    assert [s.id for s in slow] == ["resnet50-onnxruntime-int8_dynamic-t1"]
+    assert [s.id for s in slow] == ["resnet50-onnxruntime-int8_dynamic-t1-unbound-b1"]
     assert seen == [("int8_dynamic", {"avx512_vnni": False})] and slow[0].ratio == 0.3
     lines = report_lines(recs, fp, slow=slow)
-    i = lines.index("slow INT8: resnet50-onnxruntime-int8_dynamic-t1 runs at 0.30x its FP32 "
-                    "point (resnet50-onnxruntime-fp32-t1):")  # fmt: skip
+    i = lines.index("slow INT8: resnet50-onnxruntime-int8_dynamic-t1-unbound-b1 runs at 0.30x "
+                    "its FP32 point (resnet50-onnxruntime-fp32-t1-unbound-b1):")  # fmt: skip
     assert lines[i + 1] == "  - ConvInteger from dynamic quantization"
     page = html_page(recs, fp, lines, slow, "no baseline for hardware class h", None)
     assert "id='slow-int8'" in page and "ConvInteger from dynamic quantization" in page
