@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perfsuite import records
 from perfsuite.fleet.fan_out import run_on_hosts
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.host.topology import read_topology
@@ -24,8 +25,9 @@ from perfsuite.sweep.session import PerfSession, run_summary
 
 def sweep_task(payload: dict) -> dict:
     """Runs on an executor host: every runnable point of the profile, each in a fresh worker
-    (the sweep's ``worker`` executor, closed with the session whatever happens), records
-    returned as plain data."""
+    (the sweep's ``worker`` executor, closed with the session whatever happens). The records
+    travel back serialised (``records.dump``): the record format is the contract between
+    machines."""
     profile = make_profile(payload["name"], payload["profile"])
     scratch = Path(tempfile.mkdtemp(prefix="perfsuite-fleet-"))
     try:
@@ -44,7 +46,7 @@ def sweep_task(payload: dict) -> dict:
             session.close()
         return {
             "fingerprint": session.fingerprint,
-            "records": results,
+            "records": [records.dump(res) for res in results],
             "skipped": {p.id: p.skip for p in points if p.skip},
         }
     finally:
@@ -54,7 +56,7 @@ def sweep_task(payload: dict) -> dict:
 @dataclass
 class FleetSweep:
     runs: dict[str, Path]  # host -> its run directory
-    records: dict[str, list[dict]]
+    records: dict[str, list[records.Result]]
     fingerprints: dict[str, dict]
     skipped: dict[str, dict]
     errors: dict[str, str]
@@ -80,7 +82,8 @@ def sweep_fleet(
         if r.error or not r.value:
             fleet.errors[r.host] = r.error or "no result"
             continue
-        fp, results = r.value["fingerprint"], r.value["records"]
+        fp = r.value["fingerprint"]
+        results = [records.load_result(d, f"{r.host}: {d.get('id')}") for d in r.value["records"]]
         fp["fields"]["os.hostname"] = r.host  # loopback "hosts" share a hostname
         run = RunDir(out / r.host.replace("/", "_"), profile.name)
         for rec in results:
@@ -95,13 +98,13 @@ def sweep_fleet(
     return fleet
 
 
-def compare_hosts(records: dict[str, list[dict]]) -> list[str]:
+def compare_hosts(results: dict[str, list[records.Result]]) -> list[str]:
     """Per point: each host's throughput against the fleet median (same run, same code)."""
     by_point: dict[str, dict[str, float]] = {}
-    for host, results in records.items():
-        for rec in results:
-            if rec["status"] == "ok":
-                by_point.setdefault(rec["id"], {})[host] = rec["stats"]["throughput_ips"]
+    for host, host_results in results.items():
+        for rec in host_results:
+            if rec.status == "ok" and rec.stats is not None:
+                by_point.setdefault(rec.id, {})[host] = rec.stats.throughput_ips
     lines = []
     for pid, per_host in sorted(by_point.items()):
         median = float(np.median(list(per_host.values())))

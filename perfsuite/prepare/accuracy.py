@@ -18,6 +18,7 @@ import numpy as np
 
 from perfsuite.prepare.backends import RunConfig, get_backend
 from perfsuite.prepare.models import ModelInfo
+from perfsuite.prepare.models.zoo import digits_split
 from perfsuite.prepare.quantize import Prepared
 
 # dB floors per model, chosen from measurements on this machine (see README, "Accuracy gate"):
@@ -72,8 +73,6 @@ def evaluate(
 ) -> AccuracyResult:
     """Compare ``variant`` with the FP32 model on the same framework."""
     if model.name == "digits_mlp":
-        from perfsuite.prepare.models.zoo import digits_split
-
         _, x_test, _, y_test = digits_split()
         batch = len(x_test)  # one static batch: OpenVINO compiles for a fixed size
         ref = run_batches(framework, model.path, {}, x_test, model.input_name, batch)

@@ -7,21 +7,19 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend to choose
+from matplotlib.ticker import PercentFormatter
+
 from perfsuite.files import atomic_write_text
+from perfsuite.gate.report import png
 
 
 def _plot(verdicts) -> str | None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from perfsuite.gate.report import _png
-
     judged = [v for v in verdicts if v.ratios]
     if not judged:
         return None
-    fig, ax = plt.subplots(figsize=(8, max(2.0, 0.45 * len(judged))))
+    fig = Figure(figsize=(8, max(2.0, 0.45 * len(judged))))
+    ax = fig.subplots()
     for y, v in enumerate(judged):
         ax.scatter([r - 1 for r in v.ratios], [y] * len(v.ratios), s=10, color="0.5")
         ax.plot(v.ci, [y, y], color="C3" if v.verdict == "regressed" else "C0", lw=3)
@@ -30,10 +28,10 @@ def _plot(verdicts) -> str | None:
     ax.axvspan(-t, t, color="C2", alpha=0.12, label=f"+/- threshold ({t:.0%})")
     ax.axvline(0, color="k", lw=0.5)
     ax.set_yticks(range(len(judged)), [v.id for v in judged], fontsize=7)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_xlabel("B / A - 1: each round (dots), the estimate (bar) and its 95% interval")
     ax.legend(fontsize=7, loc="lower right")
-    return _png(fig)
+    return png(fig)
 
 
 def html_page(verdicts, a_desc: str, b_desc: str, hardware_class: str) -> str:

@@ -21,7 +21,7 @@ _SPIN_STOP = "session.force_spinning_stop"
 
 
 def _options(cfg: RunConfig):
-    import onnxruntime as ort
+    import onnxruntime as ort  # heavy, optional: imported when a session is opened
 
     o = cfg.options
     known = {"spinning", "spin_stop", "execution_mode", "inter_op_threads", "graph_optimization"}
@@ -72,7 +72,7 @@ class OrtSession(Session):
     framework = "onnxruntime"
 
     def __init__(self, model: Path, cfg: RunConfig):
-        import onnxruntime as ort
+        import onnxruntime as ort  # heavy, optional: imported when a session is opened
 
         so, self.settings = _options(cfg)
         try:

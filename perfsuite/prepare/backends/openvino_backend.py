@@ -64,7 +64,7 @@ class OvSession(Session):
     framework = "openvino"
 
     def __init__(self, model: Path, cfg: RunConfig, input_shapes: dict | None = None):
-        import openvino as ov
+        import openvino as ov  # heavy, optional: imported when a session is opened
 
         core = ov.Core()
         try:

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy.special import erf
+from threadpoolctl import threadpool_limits
 
 from perfsuite.prepare import cache
 
@@ -73,7 +75,7 @@ def build_resnet(
     seed: int = 50,
     branch_gain: float = 0.1,
 ) -> onnx.ModelProto:
-    from perfsuite.prepare.models.graph import GraphBuilder
+    from perfsuite.prepare.models.graph import GraphBuilder  # imports onnx (optional)
 
     calib = np.random.default_rng(seed + 1).standard_normal((calib_batch, 3, image, image))
     g = GraphBuilder("resnet", seed, calib)
@@ -87,7 +89,7 @@ def build_resnet(
 
 
 def build_small_cnn(image: int = 32, classes: int = 10, seed: int = 7) -> onnx.ModelProto:
-    from perfsuite.prepare.models.graph import GraphBuilder
+    from perfsuite.prepare.models.graph import GraphBuilder  # imports onnx (optional)
 
     calib = np.random.default_rng(seed + 1).standard_normal((8, 3, image, image))
     g = GraphBuilder("small_cnn", seed, calib)
@@ -104,7 +106,7 @@ def mlp_hidden(size_mb: float, layers: int = 4) -> int:
 
 
 def build_mlp(size_mb: float, layers: int = 4, seed: int = 11) -> onnx.ModelProto:
-    from perfsuite.prepare.models.graph import GraphBuilder
+    from perfsuite.prepare.models.graph import GraphBuilder  # imports onnx (optional)
 
     h = mlp_hidden(size_mb, layers)
     calib = np.random.default_rng(seed + 1).standard_normal((16, h))
@@ -127,8 +129,6 @@ def _layernorm(g: GraphBuilder, x: Tensor) -> Tensor:
 
 
 def _gelu(g: GraphBuilder, x: Tensor) -> Tensor:
-    from scipy.special import erf
-
     v = x.value
     inv_sqrt2 = g.const("c", np.array(1 / np.sqrt(2), np.float32), count=False)
     half = g.const("c", np.array(0.5, np.float32), count=False)
@@ -169,7 +169,7 @@ def build_transformer(
     layers: int = 4, hidden: int = 512, heads: int = 8, seq: int = 128, seed: int = 13
 ) -> onnx.ModelProto:
     """BERT-style post-LN encoder on float embeddings (batch, seq, hidden)."""
-    from perfsuite.prepare.models.graph import GraphBuilder
+    from perfsuite.prepare.models.graph import GraphBuilder  # imports onnx (optional)
 
     calib = np.random.default_rng(seed + 1).standard_normal((2, seq, hidden))
     g = GraphBuilder("transformer", seed, calib)
@@ -185,7 +185,7 @@ def build_transformer(
 def digits_split(seed: int = 0):
     """scikit-learn's bundled 8x8 digits (1797 labelled images, shipped in the package):
     70/30 stratified split, pixels scaled to [0, 1]."""
-    from sklearn.datasets import load_digits
+    from sklearn.datasets import load_digits  # optional (perfsuite[frameworks])
     from sklearn.model_selection import train_test_split
 
     x, y = load_digits(return_X_y=True)
@@ -194,9 +194,9 @@ def digits_split(seed: int = 0):
 
 
 def build_digits_classifier(hidden: int = 64, seed: int = 0) -> tuple[onnx.ModelProto, dict]:
-    from sklearn.neural_network import MLPClassifier
+    from sklearn.neural_network import MLPClassifier  # optional (perfsuite[frameworks])
 
-    from perfsuite.prepare.models.graph import GraphBuilder
+    from perfsuite.prepare.models.graph import GraphBuilder  # imports onnx (optional)
 
     x_train, x_test, y_train, y_test = digits_split(seed)
     clf = MLPClassifier(hidden_layer_sizes=(hidden,), max_iter=100, random_state=seed)
@@ -240,8 +240,6 @@ def names() -> list[str]:
 
 
 def _build_to(spec: Spec, path: Path) -> dict:
-    from threadpoolctl import threadpool_limits
-
     # One BLAS thread: multi-threaded reductions round differently, and the calibration pass
     # must give the same bytes whatever the caller's thread settings.
     with threadpool_limits(1):
