@@ -34,8 +34,10 @@ Instruction counts are exact and need no statistics: ``judge_counts``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from importlib.metadata import entry_points
 
 import numpy as np
 from scipy import stats
@@ -298,9 +300,10 @@ class Contamination:
         return v
 
 
+Rule = Callable[[Evidence, Verdict], Verdict]
 _HICCUP = HiccupRun()
 # The order is the documentation above; a rule after a decided ``unstable`` does not run.
-RULES: tuple[Callable[[Evidence, Verdict], Verdict], ...] = (
+RULES: tuple[Rule, ...] = (
     FewSamples(),
     Spread(),
     PracticalChange(_HICCUP),
@@ -308,6 +311,14 @@ RULES: tuple[Callable[[Evidence, Verdict], Verdict], ...] = (
     SingleRun(),
 )
 CONTAMINATION = Contamination()
+
+
+@functools.cache
+def default_rules() -> tuple[Rule, ...]:
+    """The rules above, then those other packages register under the ``perfsuite.rules``
+    entry-point group (each a Rule class, applied in name order, before contamination)."""
+    extra = sorted(entry_points(group="perfsuite.rules"), key=lambda ep: ep.name)
+    return RULES + tuple(ep.load()() for ep in extra)
 
 
 def _evidence(base: Side, cur: Side, ids: list[str], cfg: GateConfig) -> dict[str, Evidence]:
@@ -340,7 +351,7 @@ def _evidence(base: Side, cur: Side, ids: list[str], cfg: GateConfig) -> dict[st
     }
 
 
-def _judge_point(e: Evidence) -> Verdict:
+def _judge_point(e: Evidence, rules: Sequence[Rule]) -> Verdict:
     b_med, c_med = float(np.median(e.base)), float(np.median(e.current))
     v = Verdict(
         id=e.id,
@@ -352,16 +363,20 @@ def _judge_point(e: Evidence) -> Verdict:
         shift=None if e.shift is None else e.shift - 1,
         reason=_HICCUP.reason(e),
     )
-    for rule in RULES:
+    for rule in rules:
         v = rule(e, v)
         if v.verdict == "unstable":
             break
     return CONTAMINATION(e, v)
 
 
-def judge(base: Side, cur: Side, cfg: GateConfig | None = None) -> Comparison:
-    """Every point's verdict: comparability, presence, then the rules in order."""
+def judge(
+    base: Side, cur: Side, cfg: GateConfig | None = None, rules: Sequence[Rule] | None = None
+) -> Comparison:
+    """Every point's verdict: comparability, presence, then the rules in order
+    (``default_rules()`` unless given)."""
     cfg = cfg or GateConfig()
+    rules = default_rules() if rules is None else rules
     must, notes, software = compare_fingerprints(base.fingerprint, cur.fingerprint)
     hw_b, hw_c = base.fingerprint.get("hardware_class"), cur.fingerprint.get("hardware_class")
     if hw_b != hw_c:
@@ -385,7 +400,7 @@ def judge(base: Side, cur: Side, cfg: GateConfig | None = None) -> Comparison:
         elif i not in cur.samples:
             v = Verdict(id=i, verdict="missing", reason="in the baseline, not measured")
         else:
-            out.append(_judge_point(evidence[i]))
+            out.append(_judge_point(evidence[i], rules))
             continue
         out.append(CONTAMINATION(None, v, cur.contaminated.get(i)))
     changes = [v.change for v in out if v.change is not None]
