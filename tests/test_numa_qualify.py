@@ -304,14 +304,15 @@ def test_qualify_runs_a_real_inference_sweep_against_a_baseline(tmp_path):
     (check,) = qualify.check_inference(info)
     assert check.status == "WARN" and "no baseline" in check.detail
     run = qualify.Path(info["run_dir"])
-    from perfsuite.gate.engine import load_results
     from perfsuite.store import baseline
+    from perfsuite.store.files import read_run
+    from perfsuite.sweep.compare import load_side
 
-    records = [json.loads(p.read_text()) for p in sorted((run / "points").glob("*.json"))]
-    summary = json.loads((run / "summary.json").read_text())
-    baseline.save(tmp_path / "baselines", summary["fingerprint"], "smoke", records)
+    done = read_run(run)
+    records = done.results
+    baseline.save(tmp_path / "baselines", done.summary.fingerprint.as_dict(), "smoke", records)
     info = qualify.run_inference(tmp_path / "q2", tmp_path / "baselines", "smoke")
     (check,) = qualify.check_inference(info)
     assert info["gate"] is not None and info["gate"]["points"] == len(records)
     assert check.status in ("PASS", "FAIL")  # judged against the baseline either way
-    assert load_results(run).samples
+    assert load_side(run).samples

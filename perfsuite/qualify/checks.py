@@ -10,10 +10,23 @@ from __future__ import annotations
 
 import importlib.resources
 import json
-from dataclasses import asdict, dataclass
+import time
 from pathlib import Path
 
 import numpy as np
+
+from perfsuite import kernels, records
+from perfsuite.dispersion import cv as coefficient_of_variation
+from perfsuite.execute.bound import run_bound
+from perfsuite.gate.statistics import GateConfig
+from perfsuite.host import placement
+from perfsuite.host.fingerprint import fingerprint
+from perfsuite.host.topology import read_topology
+from perfsuite.prepare.backends import software_versions
+from perfsuite.records import Check
+from perfsuite.sweep.finish import FinishOptions, finish
+from perfsuite.sweep.plan import load_profiles, select_profile
+from perfsuite.sweep.session import PerfSession
 
 REFERENCE_SCHEMA = "perfsuite.reference/1"
 STATUSES = ("PASS", "WARN", "FAIL", "SKIP")
@@ -41,19 +54,6 @@ class QualifyError(ValueError):
     """A reference that cannot apply to this host, or one that is malformed."""
 
 
-@dataclass(frozen=True)
-class Check:
-    group: str
-    name: str
-    status: str
-    measured: object
-    expected: object
-    detail: str = ""
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
 def shipped_references() -> dict[str, Path]:
     root = importlib.resources.files("perfsuite").joinpath("references")
     return {p.name: Path(str(p)) for p in root.iterdir() if p.name.endswith(".json")}
@@ -62,8 +62,6 @@ def shipped_references() -> dict[str, Path]:
 def load_reference(path: Path | None, hardware_class: str) -> dict | None:
     """The reference at ``path``, else the shipped one for this hardware class, else None:
     a class with no reference is still qualified on what needs none (``evaluate``)."""
-    from perfsuite import records
-
     if path is None:
         for p in shipped_references().values():
             ref = json.loads(p.read_text())
@@ -99,17 +97,25 @@ def check_topology(fields: dict, ref: dict) -> list[Check]:
     out = []
     for key, want in ref.get("topology", {}).items():
         got = fields.get(key)
-        out.append(Check("topology", key, "PASS" if got == want else "FAIL", got, want))
+        out.append(
+            Check(
+                group="topology",
+                name=key,
+                status="PASS" if got == want else "FAIL",
+                measured=got,
+                expected=want,
+            )
+        )
     want_gib = ref.get("memory_total_gib_min")
     if want_gib is not None:
         got = (fields.get("memory.total_bytes") or 0) / 2**30
         out.append(
             Check(
-                "topology",
-                "memory.total_gib",
-                "PASS" if got >= want_gib else "FAIL",
-                round(got, 1),
-                f">= {want_gib}",
+                group="topology",
+                name="memory.total_gib",
+                status="PASS" if got >= want_gib else "FAIL",
+                measured=round(got, 1),
+                expected=f">= {want_gib}",
             )
         )
     return out
@@ -129,12 +135,12 @@ def check_bandwidth(
         # mode against 35-41 GB/s with the full 128 MiB arrays.
         return [
             Check(
-                "bandwidth",
-                f"node{n} triad GB/s",
-                "WARN",
-                round(v, 1),
-                spec["expected"],
-                "--quick arrays are too small to judge bandwidth; run without --quick",
+                group="bandwidth",
+                name=f"node{n} triad GB/s",
+                status="WARN",
+                measured=round(v, 1),
+                expected=spec["expected"],
+                detail="--quick arrays are too small to judge bandwidth; run without --quick",
             )
             for n, v in sorted(per_node_gbs.items())
         ] + (
@@ -144,21 +150,21 @@ def check_bandwidth(
         )
     out = [
         Check(
-            "bandwidth",
-            f"node{n} triad GB/s",
-            _graded(v, spec["expected"], spec["warn_below"], spec["fail_below"]),
-            round(v, 1),
-            spec["expected"],
-            f"{v / spec['expected']:.0%} of the reference",
+            group="bandwidth",
+            name=f"node{n} triad GB/s",
+            status=_graded(v, spec["expected"], spec["warn_below"], spec["fail_below"]),
+            measured=round(v, 1),
+            expected=spec["expected"],
+            detail=f"{v / spec['expected']:.0%} of the reference",
         )
         if spec
         else Check(
-            "bandwidth",
-            f"node{n} triad GB/s",
-            "WARN",
-            round(v, 1),
-            None,
-            NEEDS_REFERENCE + " (the DIMM channel count is not readable from sysfs)",
+            group="bandwidth",
+            name=f"node{n} triad GB/s",
+            status="WARN",
+            measured=round(v, 1),
+            expected=None,
+            detail=NEEDS_REFERENCE + " (the DIMM channel count is not readable from sysfs)",
         )
         for n, v in sorted(per_node_gbs.items())
     ]
@@ -174,12 +180,12 @@ def check_node_symmetry(per_node_gbs: dict[int, float], limit: float) -> Check:
     slow = {n: v for n, v in per_node_gbs.items() if v < best * (1 - limit)}
     detail = ", ".join(f"node{n} at {v / best:.0%} of the fastest node" for n, v in slow.items())
     return Check(
-        "bandwidth",
-        "node symmetry",
-        "FAIL" if slow else "PASS",
-        {f"node{n}": round(v, 1) for n, v in sorted(per_node_gbs.items())},
-        f"all within {limit:.0%} of the fastest",
-        detail or "all nodes within the limit (a DIMM missing shows up here)",
+        group="bandwidth",
+        name="node symmetry",
+        status="FAIL" if slow else "PASS",
+        measured={f"node{n}": round(v, 1) for n, v in sorted(per_node_gbs.items())},
+        expected=f"all within {limit:.0%} of the fastest",
+        detail=detail or "all nodes within the limit (a DIMM missing shows up here)",
     )
 
 
@@ -191,19 +197,21 @@ def check_compute(
     spec = ref["fma_gflops_per_core"]
     out = [
         Check(
-            "compute",
-            "FMA GFLOP/s, one core",
-            _graded(peak_per_core, spec["expected"], spec["warn_below"], spec["fail_below"]),
-            round(peak_per_core, 1),
-            spec["expected"],
+            group="compute",
+            name="FMA GFLOP/s, one core",
+            status=_graded(peak_per_core, spec["expected"], spec["warn_below"], spec["fail_below"]),
+            measured=round(peak_per_core, 1),
+            expected=spec["expected"],
         ),
         Check(
-            "compute",
-            "FMA GFLOP/s per core, all cores busy",
-            _graded(all_core_per_core, spec["expected"], spec["warn_below"], spec["fail_below"]),
-            round(all_core_per_core, 1),
-            spec["expected"],
-            "every core reaches the expected clock"
+            group="compute",
+            name="FMA GFLOP/s per core, all cores busy",
+            status=_graded(
+                all_core_per_core, spec["expected"], spec["warn_below"], spec["fail_below"]
+            ),
+            measured=round(all_core_per_core, 1),
+            expected=spec["expected"],
+            detail="every core reaches the expected clock"
             if all_core_per_core >= peak_per_core * 0.9
             else "all-core rate well below the single-core rate: clock drops under load",
         ),
@@ -214,11 +222,11 @@ def check_compute(
 
 def _check_gemm(gemm_eff: float, want: float) -> Check:
     return Check(
-        "compute",
-        "GEMM efficiency (gemm_f32 n=1024 / FMA peak)",
-        "PASS" if gemm_eff >= want else "WARN",
-        round(gemm_eff, 2),
-        f">= {want}",
+        group="compute",
+        name="GEMM efficiency (gemm_f32 n=1024 / FMA peak)",
+        status="PASS" if gemm_eff >= want else "WARN",
+        measured=round(gemm_eff, 2),
+        expected=f">= {want}",
     )
 
 
@@ -231,20 +239,20 @@ def _check_compute_unreferenced(
     ratio = all_core_per_core / peak_per_core if peak_per_core else 0.0
     return [
         Check(
-            "compute",
-            "FMA GFLOP/s, one core",
-            "WARN",
-            round(peak_per_core, 1),
-            None,
-            NEEDS_REFERENCE,
+            group="compute",
+            name="FMA GFLOP/s, one core",
+            status="WARN",
+            measured=round(peak_per_core, 1),
+            expected=None,
+            detail=NEEDS_REFERENCE,
         ),
         Check(
-            "compute",
-            "FMA per core all cores busy / one core",
-            "PASS" if ratio >= ALL_CORE_MIN_RATIO else "WARN",
-            round(ratio, 2),
-            f">= {ALL_CORE_MIN_RATIO}",
-            f"{all_core_per_core:.1f} vs {peak_per_core:.1f} GFLOP/s per core"
+            group="compute",
+            name="FMA per core all cores busy / one core",
+            status="PASS" if ratio >= ALL_CORE_MIN_RATIO else "WARN",
+            measured=round(ratio, 2),
+            expected=f">= {ALL_CORE_MIN_RATIO}",
+            detail=f"{all_core_per_core:.1f} vs {peak_per_core:.1f} GFLOP/s per core"
             + ("" if ratio >= ALL_CORE_MIN_RATIO else ": clock drops under load"),
         ),
         _check_gemm(gemm_eff, GEMM_EFFICIENCY_MIN),
@@ -252,19 +260,17 @@ def _check_compute_unreferenced(
 
 
 def check_stability(repeats: list[float], ref: dict | None) -> list[Check]:
-    from perfsuite.dispersion import cv as coefficient_of_variation
-
     a = np.asarray(repeats, float)
     cv = coefficient_of_variation(a)
     limit = (ref or {}).get("stability_max_cv", STABILITY_MAX_CV)
     return [
         Check(
-            "stability",
-            "FMA peak across repeats (CV)",
-            "PASS" if cv <= limit else "WARN",
-            round(cv, 4),
-            f"<= {limit}",
-            f"{a.size} repeats, min {a.min():.1f} max {a.max():.1f} GFLOP/s",
+            group="stability",
+            name="FMA peak across repeats (CV)",
+            status="PASS" if cv <= limit else "WARN",
+            measured=round(cv, 4),
+            expected=f"<= {limit}",
+            detail=f"{a.size} repeats, min {a.min():.1f} max {a.max():.1f} GFLOP/s",
         )
     ]
 
@@ -275,16 +281,25 @@ def check_settings(fields: dict, ref: dict | None) -> list[Check]:
     for key, want in wanted.items():
         got = fields.get(key)
         if got is None:
-            out.append(Check("settings", key, "SKIP", None, want, "not readable on this host"))
+            out.append(
+                Check(
+                    group="settings",
+                    name=key,
+                    status="SKIP",
+                    measured=None,
+                    expected=want,
+                    detail="not readable on this host",
+                )
+            )
         else:
             out.append(
                 Check(
-                    "settings",
-                    key,
-                    "PASS" if got == want else "WARN",
-                    got,
-                    want,
-                    "" if got == want else f"recommended: {want}",
+                    group="settings",
+                    name=key,
+                    status="PASS" if got == want else "WARN",
+                    measured=got,
+                    expected=want,
+                    detail="" if got == want else f"recommended: {want}",
                 )
             )
     return out
@@ -297,14 +312,6 @@ def run_inference(
     (the run's executor, the gate against ``baselines``, the same reports as a pytest run,
     under ``out_dir/results``); return what the gate said. ``timeout``: seconds per point
     (default: the profile's)."""
-    from perfsuite.gate.statistics import GateConfig
-    from perfsuite.host.fingerprint import fingerprint
-    from perfsuite.host.topology import read_topology
-    from perfsuite.prepare.backends import software_versions
-    from perfsuite.sweep.finish import FinishOptions, finish
-    from perfsuite.sweep.plan import load_profiles, select_profile
-    from perfsuite.sweep.session import PerfSession
-
     prof = select_profile(load_profiles(), profile, {"timeout": timeout})  # None: profile's
     session = PerfSession(
         prof,
@@ -319,10 +326,8 @@ def run_inference(
     if not session.records:
         return {"returncode": 2, "summary": "no runnable point", "run_dir": None, "gate": None}
     outcome = finish(session, FinishOptions(gate=GateConfig(), fail_on="regression"))
-    errors = [r["id"] for r in session.records if r["status"] != "ok"]
-    inaccurate = [
-        r["id"] for r in session.records if r.get("accuracy") and not r["accuracy"]["passed"]
-    ]
+    errors = [r.id for r in session.records if not r.ok]
+    inaccurate = [r.id for r in session.records if r.accuracy and not r.accuracy.passed]
     failed = outcome.fail or bool(errors) or bool(inaccurate)
     summary = f"{len(session.records)} point(s) measured"
     if errors or inaccurate:
@@ -346,46 +351,46 @@ def check_inference(info: dict | None) -> list[Check]:
     if info is None:
         return [
             Check(
-                "inference",
-                "qualification sweep vs the SKU baseline",
-                "SKIP",
-                None,
-                None,
-                "not run (perfsuite qualify --inference runs it)",
+                group="inference",
+                name="qualification sweep vs the SKU baseline",
+                status="SKIP",
+                measured=None,
+                expected=None,
+                detail="not run (perfsuite qualify --inference runs it)",
             )
         ]
     gate = info.get("gate")
     if info["returncode"] not in (0, 1):
         return [
             Check(
-                "inference",
-                "qualification sweep",
-                "FAIL",
-                info["summary"],
-                "completes",
-                "the sweep itself failed; see " + str(info["run_dir"]),
+                group="inference",
+                name="qualification sweep",
+                status="FAIL",
+                measured=info["summary"],
+                expected="completes",
+                detail="the sweep itself failed; see " + str(info["run_dir"]),
             )
         ]
     if gate is None:
         return [
             Check(
-                "inference",
-                "qualification sweep vs the SKU baseline",
-                "WARN",
-                info["summary"],
-                "a baseline",
-                "no baseline for this class/profile: measured but not judged",
+                group="inference",
+                name="qualification sweep vs the SKU baseline",
+                status="WARN",
+                measured=info["summary"],
+                expected="a baseline",
+                detail="no baseline for this class/profile: measured but not judged",
             )
         ]
     status = "FAIL" if gate["failures"] or info["returncode"] == 1 else "PASS"
     return [
         Check(
-            "inference",
-            "qualification sweep vs the SKU baseline",
-            status,
-            f"{gate['failures']} of {gate['points']} points failing",
-            "0 failing",
-            f"gate reports in {info['run_dir']}",
+            group="inference",
+            name="qualification sweep vs the SKU baseline",
+            status=status,
+            measured=f"{gate['failures']} of {gate['points']} points failing",
+            expected="0 failing",
+            detail=f"gate reports in {info['run_dir']}",
         )
     ]
 
@@ -398,34 +403,36 @@ def check_topology_sanity(fields: dict) -> list[Check]:
     if online is not None and cores and tpc:
         out.append(
             Check(
-                "topology",
-                "online CPUs = cores x threads per core",
-                "PASS" if online == cores * tpc else "FAIL",
-                online,
-                cores * tpc,
-                "" if online == cores * tpc else "CPUs offline or cores disabled",
+                group="topology",
+                name="online CPUs = cores x threads per core",
+                status="PASS" if online == cores * tpc else "FAIL",
+                measured=online,
+                expected=cores * tpc,
+                detail="" if online == cores * tpc else "CPUs offline or cores disabled",
             )
         )
     offline = fields.get("cpu.offline") or ""
     out.append(
         Check(
-            "topology",
-            "offline CPUs",
-            "PASS" if not offline else "WARN",
-            offline or "none",
-            "none",
+            group="topology",
+            name="offline CPUs",
+            status="PASS" if not offline else "WARN",
+            measured=offline or "none",
+            expected="none",
         )
     )
     out.append(
         Check(
-            "topology",
-            "NUMA nodes and L3 readable",
-            "PASS" if fields.get("numa.node_count") and fields.get("cache.l3_bytes") else "FAIL",
-            {
+            group="topology",
+            name="NUMA nodes and L3 readable",
+            status="PASS"
+            if fields.get("numa.node_count") and fields.get("cache.l3_bytes")
+            else "FAIL",
+            measured={
                 "numa.node_count": fields.get("numa.node_count"),
                 "cache.l3_bytes": fields.get("cache.l3_bytes"),
             },
-            "both known",
+            expected="both known",
         )
     )
     if fields.get("cpu.microarchitecture") in AVX512_MICROARCHITECTURES:
@@ -436,12 +443,14 @@ def check_topology_sanity(fields: dict) -> list[Check]:
         ]
         out.append(
             Check(
-                "topology",
-                "AVX-512 visible (VNNI, BF16)",
-                "WARN" if masked else "PASS",
-                "masked: " + ", ".join(masked) if masked else "all present",
-                "all present",
-                "a hypervisor or BIOS hides them: INT8/bf16 run the slow paths" if masked else "",
+                group="topology",
+                name="AVX-512 visible (VNNI, BF16)",
+                status="WARN" if masked else "PASS",
+                measured="masked: " + ", ".join(masked) if masked else "all present",
+                expected="all present",
+                detail="a hypervisor or BIOS hides them: INT8/bf16 run the slow paths"
+                if masked
+                else "",
             )
         )
     return out
@@ -517,12 +526,6 @@ def verdict(checks: list[Check]) -> str:
 
 
 def measure(topo, *, quick: bool = False, mechanism: str = "auto") -> dict:
-    import time
-
-    from perfsuite import kernels
-    from perfsuite.execute.bound import run_bound
-    from perfsuite.host import placement
-
     n = 1 << (22 if quick else 25)
     bandwidth = {}
     for p in placement.shards(topo, "node"):

@@ -7,7 +7,12 @@ from __future__ import annotations
 import json
 import time
 
+from perfsuite.files import json_default
+from perfsuite.host.fingerprint import fingerprint
+from perfsuite.host.topology import read_topology
+from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks as qualify
+from perfsuite.records import load_qualification
 
 
 def qualify_here(
@@ -20,15 +25,8 @@ def qualify_here(
 ) -> tuple[dict, list, list[dict]]:
     """Returns (report, checks, the measurement runs). Raises QualifyError when the
     reference does not apply to this host."""
-    from perfsuite.files import json_default
-    from perfsuite.host.fingerprint import fingerprint
-    from perfsuite.host.topology import read_topology
-    from perfsuite.records import load_qualification
-
     t0 = time.perf_counter()
     if fp is None:
-        from perfsuite.prepare.backends import software_versions
-
         fp = fingerprint("/", frameworks=software_versions())
     qualify.check_sku(fp["fields"], reference)
     topo = read_topology("/")
@@ -44,7 +42,7 @@ def qualify_here(
         "fingerprint": fp,
         "measurements": measurements,
         "seconds": time.perf_counter() - t0,
-        "checks": [c.as_dict() for c in checks],
+        "checks": [c.model_dump(mode="json") for c in checks],
     }
     report = json.loads(json.dumps(report, default=json_default))
     load_qualification(report)  # validated like every record perfsuite writes

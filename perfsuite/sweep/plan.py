@@ -14,6 +14,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from perfsuite.host.topology import Topology
+from perfsuite.prepare.backends import BACKENDS, get_backend
+from perfsuite.prepare.models import names as model_names
+from perfsuite.prepare.quantize import PRECISIONS
 from perfsuite.records import SPARK_PATTERNS, Point, SparkSpec
 
 LIST_KEYS = ("models", "frameworks", "precisions", "threads", "numa_nodes", "batch", "mode")
@@ -135,10 +138,6 @@ MAX_COUNT = 4096
 
 
 def make_profile(name: str, raw: dict) -> Profile:
-    from perfsuite.prepare.backends import BACKENDS
-    from perfsuite.prepare.models import names as model_names
-    from perfsuite.prepare.quantize import PRECISIONS
-
     raw = {**OPTIONAL, **raw}
     unknown = set(raw) - set(LIST_KEYS) - set(SCALAR_KEYS) - set(OPTIONAL)
     if unknown:
@@ -341,8 +340,6 @@ def _spark_points(profile, model, node, cores, unavailable) -> list[Point]:
 
 
 def _skip(fw, prec, unavailable, bf16) -> str | None:
-    from perfsuite.prepare.backends import get_backend
-
     if unavailable.get(fw):
         return unavailable[fw]
     reason = get_backend(fw).why_not(prec)

@@ -21,7 +21,11 @@ from pathlib import Path
 from perfsuite import records
 from perfsuite.execute.executors import DEFAULT, get_executor
 from perfsuite.execute.isolation import WorkerError
+from perfsuite.execute.spark import java_problem
 from perfsuite.files import json_default
+from perfsuite.kernels import cpu_features
+from perfsuite.prepare import accuracy, models, quantize
+from perfsuite.prepare.backends import BACKENDS
 from perfsuite.store import Store, open_store
 from perfsuite.store.files import RunDir
 from perfsuite.sweep.plan import Point, Profile, article_threads, expand
@@ -60,13 +64,8 @@ class PerfSession:
 
     def points(self) -> list[Point]:
         if self._points is None:
-            from perfsuite.kernels import cpu_features
-            from perfsuite.prepare.backends import BACKENDS
-
             unavailable = {n: b.unavailable() for n, b in BACKENDS.items()}
             if any(spec != "none" for spec in self.profile.spark):
-                from perfsuite.execute.spark import java_problem
-
                 unavailable["spark"] = java_problem()
             self._points = expand(
                 self.profile,
@@ -79,8 +78,6 @@ class PerfSession:
 
     @staticmethod
     def _model_mb(name: str) -> float:
-        from perfsuite.prepare import models
-
         return models.get(name).weight_bytes / 2**20
 
     def formula_threads(self, model: str) -> int:
@@ -98,8 +95,6 @@ class PerfSession:
             return None
         key = (point.model, point.framework, point.precision)
         if key not in self.gates:
-            from perfsuite.prepare import accuracy, models, quantize
-
             model = models.get(point.model)
             variant = quantize.prepare(model, point.precision, point.framework)
             self.gates[key] = accuracy.evaluate(model, variant, point.framework)
