@@ -73,10 +73,10 @@ def test_spark_profile_plans_spark_points_beside_single_process_ones(host_tree):
     # the article's map is per record: its batch is always 1
     assert [p.batch for p in points if p.spark and p.spark.pattern == "rdd_map"] == [1]
     for p in points:  # every id validates as a record's point
-        records.Point(**p.as_dict())
+        records.Point(**records.dump(p))
     # the default profile has no Spark point, and its records keep their shape
     default = expand(select_profile(load_profiles(), "default", {}), topo)
-    assert not any(p.spark for p in default) and "spark" not in default[0].as_dict()
+    assert not any(p.spark for p in default) and "spark" not in records.dump(default[0])
 
 
 def test_oversubscribed_and_unavailable_spark_points_are_skips_with_reasons(host_tree):
