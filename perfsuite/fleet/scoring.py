@@ -15,10 +15,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from perfsuite import qualify
-
 # The rule file scores qualification metrics, and is shipped beside them (package data)
-RULES = Path(qualify.__file__).with_name("fleet_rules.toml")
+RULES = Path(__file__).with_name("rules.toml")
 OUTLIER_Z = 3.5
 MAD_TO_SIGMA = 1.4826
 

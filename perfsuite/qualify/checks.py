@@ -320,12 +320,15 @@ def run_inference(
         fingerprint("/", frameworks=software_versions()),
         baselines=Path(baselines).resolve(),
     )
-    runnable = [p for p in session.points() if not p.skip]
-    for point in runnable:
-        session.run(point)
-    if not session.records:
-        return {"returncode": 2, "summary": "no runnable point", "run_dir": None, "gate": None}
-    outcome = finish(session, FinishOptions(gate=GateConfig(), fail_on="regression"))
+    try:
+        for point in session.points():
+            if not point.skip:
+                session.run(point)
+        if not session.records:
+            return {"returncode": 2, "summary": "no runnable point", "run_dir": None, "gate": None}
+        outcome = finish(session, FinishOptions(gate=GateConfig(), fail_on="regression"))
+    finally:
+        session.close()  # the run's executor (and any SparkSession) stops here
     errors = [r.id for r in session.records if not r.ok]
     inaccurate = [r.id for r in session.records if r.accuracy and not r.accuracy.passed]
     failed = outcome.fail or bool(errors) or bool(inaccurate)
