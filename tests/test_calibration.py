@@ -1,5 +1,8 @@
 """The machine-speed probes around each window and the run's summary line of them."""
 
+from types import SimpleNamespace
+
+from perfsuite import records
 from perfsuite.execute import calibration
 from perfsuite.sweep.report import speed_lines
 
@@ -17,14 +20,15 @@ def test_probe_measures_clock_and_bandwidth():
 
 
 def test_the_run_line_gives_the_range_of_every_probe():
-    recs = [
-        {"id": "a", "calibration": {"sessions": [_session(40.0, 41.0), _session(30.0, 39.0)]}},
-        {"id": "b", "calibration": {"sessions": [_session(40.0, 40.0, 9.5, 12.0)]}},
-        {"id": "old"},  # records from before the probes existed
-    ]
+    def rec(*sessions):
+        probes = records.Calibration(sessions=sessions) if sessions else None
+        return SimpleNamespace(calibration=probes)
+
+    old = rec()  # records from before the probes existed
+    recs = [rec(_session(40.0, 41.0), _session(30.0, 39.0)), rec(_session(40, 40, 9.5, 12)), old]
     (line,) = speed_lines(recs)
     assert line == (
         "machine speed (calibration probes, 1 thread): FMA 30.0-41.0 GFLOP/s, "
         "triad 9.5-12.0 GB/s over 6 probes"
     )
-    assert speed_lines([{"id": "old"}]) == []
+    assert speed_lines([old]) == []

@@ -15,25 +15,15 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from perfsuite import kernels
+from perfsuite.records import Speed
 
 FMA_SECONDS = 0.005
 TRIAD_FLOATS = 1 << 21  # 8 MiB per array, 24 MiB moved: beyond the L3 of the VMs (8-32 MiB)
 TRIAD_REPEATS = 3
-
-
-@dataclass(frozen=True)
-class Speed:
-    fma_gflops: float  # one thread
-    triad_gbs: float  # one thread, median of TRIAD_REPEATS
-    seconds: float  # what the probe itself took
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 @functools.lru_cache(maxsize=1)
@@ -49,4 +39,6 @@ def probe() -> Speed:
     bw = [
         kernels.stream_triad(a, b, c, 3.0, threads=1)["bandwidth_gbs"] for _ in range(TRIAD_REPEATS)
     ]
-    return Speed(float(fma), float(np.median(bw)), time.perf_counter() - t0)
+    return Speed(  # one thread each; triad: the median of TRIAD_REPEATS
+        fma_gflops=float(fma), triad_gbs=float(np.median(bw)), seconds=time.perf_counter() - t0
+    )

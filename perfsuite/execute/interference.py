@@ -12,10 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psutil
+
+from perfsuite.records import InterferenceWindow
 
 FOREIGN_SHARE_MAX = 0.10  # of all online CPUs, over the window
 STEAL_SHARE_MAX = 0.05
@@ -44,34 +45,13 @@ def _migrations(root: Path) -> int:
     return total
 
 
-@dataclass(frozen=True)
-class Interference:
-    window_s: float
-    foreign_cpu_s: float  # other processes' CPU time during the window
-    foreign_share: float  # of all CPUs over the window
-    steal_share: float
-    involuntary_switches: int
-    migrations: int
-    load_avg_1m: float
-    contaminated: bool
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    def describe(self) -> str:
-        return (
-            f"other processes used {self.foreign_share:.0%} of the CPUs, steal "
-            f"{self.steal_share:.0%}, {self.involuntary_switches} involuntary switches"
-        )
-
-
 class Sampler:
     """``with Sampler() as s: ...measure...``; then ``s.result``."""
 
     def __init__(self, root: str | Path = "/", *, tree: bool = False):
         self.root = Path(root)
         self.tree = tree  # own = this process and its descendants (Spark's JVM and workers)
-        self.result: Interference | None = None
+        self.result: InterferenceWindow | None = None
 
     def _own_cpu(self) -> float:
         procs = [self._proc] + (self._proc.children(recursive=True) if self.tree else [])
@@ -110,11 +90,11 @@ class Sampler:
         return False
 
 
-def judge(**measured) -> Interference:
+def judge(**measured) -> InterferenceWindow:
     contaminated = (
         measured["foreign_share"] > FOREIGN_SHARE_MAX or measured["steal_share"] > STEAL_SHARE_MAX
     )
-    return Interference(**measured, contaminated=contaminated)
+    return InterferenceWindow(**measured, contaminated=contaminated)
 
 
 def busiest_processes(seconds: float = 0.5, top: int = 3, min_share: float = 0.2) -> list[str]:

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from perfsuite import records
 from perfsuite.dispersion import cv
 from perfsuite.execute import calibration
 from perfsuite.execute.counters import PerfAttach
@@ -171,10 +172,10 @@ def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, co
                     info = {"window_s": run.seconds, "items": run.items}
             if attempt == 0:
                 c = c_try  # perf stat counts the first window only
-            windows.append(sampler.result.as_dict())
+            windows.append(records.dump(sampler.result))
             if not sampler.result.contaminated:
                 break
-        speed = {"before": before.as_dict(), "after": calibration.probe().as_dict()}
+        speed = {"before": records.dump(before), "after": records.dump(calibration.probe())}
         return samples, info, dict(session.settings), c, prepare_s, windows, speed
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perfsuite import records
 from perfsuite.execute import spark_tasks as tasks
 from perfsuite.execute.executors import BaseExecutor
 from perfsuite.execute.interference import Sampler
@@ -297,7 +298,7 @@ class SparkExecutor(BaseExecutor):
             for attempt in range(1 + CONTAMINATED_RETRIES):
                 with Sampler(tree=True) as sampler:
                     wall, got = self._pass(point, model, job)
-                window = sampler.result.as_dict() if local else None
+                window = records.dump(sampler.result) if local else None
                 if not (local and sampler.result.contaminated) or attempt == CONTAMINATED_RETRIES:
                     break
                 discarded.append(window)

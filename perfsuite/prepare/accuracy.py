@@ -12,14 +12,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
 import numpy as np
 
 from perfsuite.prepare.backends import RunConfig, get_backend
 from perfsuite.prepare.models import ModelInfo
 from perfsuite.prepare.models.zoo import digits_split
 from perfsuite.prepare.quantize import Prepared
+from perfsuite.records import Accuracy
 
 # dB floors per model, chosen from measurements on this machine (see README, "Accuracy gate"):
 # healthy INT8 variants sit well above them, a wrong scale falls far below.
@@ -27,21 +26,6 @@ THRESHOLDS = {"default": 10.0}
 MAX_TOP1_DROP_POINTS = 1.0
 
 
-@dataclass(frozen=True)
-class AccuracyResult:
-    metric: str  # "top1_drop_points" or "centred_sqnr_db"
-    value: float
-    threshold: float
-    passed: bool
-    detail: dict
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    def __str__(self) -> str:
-        rel = "<=" if self.metric == "top1_drop_points" else ">="
-        verdict = "pass" if self.passed else "FAIL"
-        return f"{self.metric} = {self.value:.2f} (gate {rel} {self.threshold:g}): {verdict}"
 
 
 def centred_sqnr_db(reference: np.ndarray, test: np.ndarray) -> float:
@@ -70,7 +54,7 @@ def evaluate(
     framework: str,
     sqnr_floor_db: float | None = None,
     max_drop_points: float = MAX_TOP1_DROP_POINTS,
-) -> AccuracyResult:
+) -> Accuracy:
     """Compare ``variant`` with the FP32 model on the same framework."""
     if model.name == "digits_mlp":
         _, x_test, _, y_test = digits_split()
@@ -82,12 +66,12 @@ def evaluate(
         acc_fp32 = float((ref.argmax(1) == y_test).mean() * 100)
         acc_q = float((out.argmax(1) == y_test).mean() * 100)
         drop = acc_fp32 - acc_q
-        return AccuracyResult(
-            "top1_drop_points",
-            drop,
-            max_drop_points,
-            bool(drop <= max_drop_points),
-            {"top1_fp32": acc_fp32, "top1_variant": acc_q, "samples": int(len(y_test))},
+        return Accuracy(
+            metric="top1_drop_points",
+            value=drop,
+            threshold=max_drop_points,
+            passed=bool(drop <= max_drop_points),
+            detail={"top1_fp32": acc_fp32, "top1_variant": acc_q, "samples": int(len(y_test))},
         )
     n = 8 if model.flops_per_item > 1e9 else 32
     x = model.inputs(n, seed=99)[model.input_name]
@@ -102,10 +86,10 @@ def evaluate(
     raw_cos = float(
         np.dot(ref.ravel(), out.ravel()) / (np.linalg.norm(ref) * np.linalg.norm(out) + 1e-30)
     )
-    return AccuracyResult(
-        "centred_sqnr_db",
-        float(db),
-        float(floor),
-        bool(db >= floor),
-        {"samples": n, "raw_cosine": raw_cos},
+    return Accuracy(
+        metric="centred_sqnr_db",
+        value=float(db),
+        threshold=float(floor),
+        passed=bool(db >= floor),
+        detail={"samples": n, "raw_cosine": raw_cos},
     )

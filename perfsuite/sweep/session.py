@@ -119,7 +119,7 @@ class PerfSession:
             "error": None,
         }
         gate = self.gate(point)
-        head["accuracy"] = gate.as_dict() if gate else None
+        head["accuracy"] = records.dump(gate) if gate else None
         if not keep:
             head["remeasure"] = True
         try:  # the worker contract is JSON: what comes back is read as a record here
