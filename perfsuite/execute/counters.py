@@ -14,73 +14,68 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+
+from perfsuite.records import Counters
 
 EVENTS = ("cycles", "instructions", "cache-references", "cache-misses", "LLC-load-misses")
 
 
-@dataclass
-class CounterResult:
-    counts: dict[str, int] = field(default_factory=dict)
-    unsupported: dict[str, str] = field(default_factory=dict)  # event -> reason
-    derived: dict[str, float] = field(default_factory=dict)
-    returncode: int | None = None
-
-    def as_dict(self) -> dict:
-        return {
-            "counts": self.counts,
-            "unsupported": self.unsupported,
-            "derived": self.derived,
-            "returncode": self.returncode,
-        }
+def _none_counted(events, reason: str) -> Counters:
+    return Counters(
+        counts={}, unsupported=dict.fromkeys(events, reason), derived={}, returncode=None
+    )
 
 
-def parse_perf_csv(text: str, events=EVENTS) -> CounterResult:
+NO_PERF = "perf is not installed (Debian: linux-perf)"
+
+
+def parse_perf_csv(text: str, events=EVENTS, returncode: int | None = None) -> Counters:
     """Parse ``perf stat -x,`` output (value,unit,event,run time,percent,...)."""
-    res = CounterResult()
+    counts: dict[str, int] = {}
+    unsupported: dict[str, str] = {}  # event -> reason
+    derived: dict[str, float] = {}
     for line in text.splitlines():
         parts = line.split(",")
         if len(parts) < 3 or parts[2] not in events:
             continue
         value, event = parts[0].strip(), parts[2]
         if value.startswith("<"):
-            res.unsupported[event] = value.strip("<>")  # "not supported" / "not counted"
+            unsupported[event] = value.strip("<>")  # "not supported" / "not counted"
             continue
         try:
-            res.counts[event] = int(float(value))
+            counts[event] = int(float(value))
         except ValueError:
-            res.unsupported[event] = f"unparsable value {value!r}"
+            unsupported[event] = f"unparsable value {value!r}"
     for event in events:
-        if event not in res.counts and event not in res.unsupported:
-            res.unsupported[event] = "not reported by perf"
-    c = res.counts
+        if event not in counts and event not in unsupported:
+            unsupported[event] = "not reported by perf"
+    c = counts
     if c.get("cycles") and "instructions" in c:
-        res.derived["ipc"] = c["instructions"] / c["cycles"]
+        derived["ipc"] = c["instructions"] / c["cycles"]
     if c.get("instructions"):
         for miss in ("cache-misses", "LLC-load-misses"):
             if miss in c:
-                res.derived[f"{miss}_per_1k_instructions"] = 1000 * c[miss] / c["instructions"]
-    return res
+                derived[f"{miss}_per_1k_instructions"] = 1000 * c[miss] / c["instructions"]
+    return Counters(counts=counts, unsupported=unsupported, derived=derived, returncode=returncode)
 
 
-def perf_stat(cmd: list[str], events=EVENTS, timeout: float = 600) -> CounterResult:
+def perf_stat(cmd: list[str], events=EVENTS, timeout: float = 600) -> Counters:
     """Run ``cmd`` under ``perf stat``; every event is either counted or unsupported."""
     perf = shutil.which("perf")
     if perf is None:
-        res = CounterResult()
-        res.unsupported = dict.fromkeys(events, "perf is not installed (Debian: linux-perf)")
-        return res
+        return _none_counted(events, NO_PERF)
     proc = subprocess.run(
         [perf, "stat", "-x,", "-e", ",".join(events), "--", *cmd],
         capture_output=True,
         text=True,
         timeout=timeout,
     )
-    res = parse_perf_csv(proc.stderr, events)
-    res.returncode = proc.returncode
+    res = parse_perf_csv(proc.stderr, events, proc.returncode)
     if proc.returncode != 0 and not res.counts:
         reason = (proc.stderr.strip().splitlines() or ["perf failed"])[-1]
-        res.unsupported = dict.fromkeys(events, f"perf stat failed: {reason}")
+        return _none_counted(events, f"perf stat failed: {reason}").model_copy(
+            update={"returncode": proc.returncode}
+        )
     return res
 
 
@@ -99,15 +94,13 @@ class PerfAttach:
 
     def __init__(self, pid: int, events=EVENTS):
         self.pid, self.events = pid, tuple(events)
-        self.result: CounterResult | None = None
+        self.result: Counters | None = None
         self._proc = None
 
     def __enter__(self):
         perf = shutil.which("perf")
         if perf is None:
-            self.result = CounterResult(
-                unsupported=dict.fromkeys(self.events, "perf is not installed (Debian: linux-perf)")
-            )
+            self.result = _none_counted(self.events, NO_PERF)
             return self
         self._proc = subprocess.Popen(
             [perf, "stat", "-x,", "-e", ",".join(self.events), "-p", str(self.pid)],
@@ -126,8 +119,7 @@ class PerfAttach:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             _, err = self._proc.communicate()
-        self.result = parse_perf_csv(err or "", self.events)
-        self.result.returncode = self._proc.returncode
+        self.result = parse_perf_csv(err or "", self.events, self._proc.returncode)
         return False
 
 

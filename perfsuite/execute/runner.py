@@ -220,7 +220,7 @@ def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: flo
                         "discarded": attempts[:-1],
                     },
                     "calibration": {"sessions": [speed]},
-                    "counters": c.result.as_dict() if c and c.result else None,
+                    "counters": records.dump(c.result) if c and c.result else None,
                     "samples_s": got,
                     "session_medians_s": [float(np.median(got))],
                     "protocol": info,
