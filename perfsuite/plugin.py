@@ -25,7 +25,6 @@ from perfsuite.options import OPTIONS, PLUGIN, add_options
 from perfsuite.prepare import cache
 from perfsuite.prepare.backends import software_versions
 from perfsuite.store import database
-from perfsuite.sweep.finish import FinishOptions, Outcome, finish
 from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
 from perfsuite.sweep.session import PerfSession
 
@@ -308,6 +307,9 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def _finish(session, lazy) -> None:
+    # here, after a sweep: the gate's reports bring matplotlib, 0.6 s at every pytest start
+    from perfsuite.sweep.finish import FinishOptions, Outcome, finish
+
     o = session.config.getoption
     opts = FinishOptions(
         gate=session.config.stash[GATE],

@@ -13,8 +13,6 @@ import os
 import sys
 from collections.abc import Iterable
 
-from perfsuite import kernels
-
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 # Each verb is a module of this package, perfsuite.cli.<verb>, with add_parser(subparsers),
@@ -70,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     verb = _verb(argv)
     args = build_parser(() if verb is None else (verb,)).parse_args(argv)  # usage errors: 2
     module = verb_module(args.command)
+    from perfsuite import kernels  # after parsing: numpy would double `perfsuite --help`'s time
+
     problem = kernels.forced_isa_problem()
     if problem:
         print(f"perfsuite: {problem}", file=sys.stderr)
