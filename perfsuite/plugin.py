@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite import kernels
+from perfsuite import kernels, records
 from perfsuite.execute.interference import busiest_processes
 from perfsuite.files import NotWritable, check_writable_dir
 from perfsuite.gate.config import GateConfigError, load_gate_config
@@ -260,19 +260,19 @@ def perf_run(perf_session, benchmark):
     """perf_run(point) -> result record; fails the test on a worker error or failing gate."""
 
     def run(point):
-        record = perf_session.run(point)
-        if record["status"] != "ok":
-            pytest.fail(f"{point.id}: {record['error']}", pytrace=False)
-        stats = record["stats"]
+        result = perf_session.run(point)
+        if not result.ok:
+            pytest.fail(f"{point.id}: {result.error}", pytrace=False)
+        acc = result.accuracy
         benchmark.extra_info.update(
             {
                 "perfsuite_id": point.id,
-                **point.as_dict(),
-                **stats,
-                "settings": record["settings"],
-                "binding": record["binding"],
-                "accuracy": record["accuracy"],
-                "hardware_class": record["hardware_class"],
+                **records.dump(point),
+                **records.dump(result.stats),
+                "settings": result.settings,
+                "binding": result.binding,
+                "accuracy": acc and records.dump(acc),
+                "hardware_class": result.hardware_class,
             }
         )
         if not benchmark.disabled:
@@ -280,16 +280,15 @@ def perf_run(perf_session, benchmark):
             # hand them to pytest-benchmark as rounds of one call each.
             benchmark._mode = "perfsuite"
             bench_stats = benchmark._make_stats(1)
-            for s in record["samples_s"]:
+            for s in result.samples_s:
                 bench_stats.update(s)
-        acc = record["accuracy"]
-        if acc and not acc["passed"]:
+        if acc and not acc.passed:
             pytest.fail(
-                f"{point.id}: accuracy gate failed: {acc['metric']} = "
-                f"{acc['value']:.2f} (threshold {acc['threshold']})",
+                f"{point.id}: accuracy gate failed: {acc.metric} = "
+                f"{acc.value:.2f} (threshold {acc.threshold})",
                 pytrace=False,
             )
-        return record
+        return result
 
     return run
 
@@ -322,6 +321,8 @@ def _finish(session, lazy) -> None:
     try:
         outcome = finish(lazy.get(), opts)
     except Exception as exc:  # a broken gate must say so, not take the report down
+        if os.environ.get("PERFSUITE_DEBUG"):
+            raise
         outcome = Outcome(
             lines=[f"perfsuite internal error: {exc.__class__.__name__}: {exc}"],
             fail=True,

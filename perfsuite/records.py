@@ -241,9 +241,8 @@ class SparkRun(_Record):
     agreement: dict[str, JSONValue] = {}
 
 
-class Result(_Record):
-    """One point's measurement (or its error), as the worker returns it and the store keeps
-    it. Fields absent from a file stay absent when it is written back (``dump``)."""
+class ResultHead(_Record):
+    """What the sweep knows of a point's result before it is measured."""
 
     schema_: Literal["perfsuite.result/2"] = Field(RESULT, alias="schema")
     id: str
@@ -255,6 +254,12 @@ class Result(_Record):
     error: str | None = None
     error_detail: str | None = None  # the whole message when ``error`` is its first line
     accuracy: Accuracy | None = None
+
+
+class Measurement(_Record):
+    """What an executor measured for a point: the contract between the sweep and a worker
+    process, another interpreter or a Spark host (serialised as JSON between them)."""
+
     interference: Interference | None = None  # per session window
     calibration: Calibration | None = None  # additive in result/2: speed around each window
     counters: Counters | None = None
@@ -270,6 +275,12 @@ class Result(_Record):
     model: ModelInfo | None = None
     spark: SparkRun | None = None  # a Spark point's passes
     isolation: str | None = None  # how the point was run: worker, in-process, spark, ...
+
+
+class Result(Measurement, ResultHead):
+    """One point's measurement (or its error), as the store keeps it: its head, then what was
+    measured. Fields absent from a file stay absent when it is written back (``dump``)."""
+
     remeasure: bool | None = None  # a confirmation re-measure, not one of the run's results
 
     @model_validator(mode="after")

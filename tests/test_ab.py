@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from perfsuite.gate.paired import judge, looks
 from perfsuite.gate.statistics import GateConfig
+from perfsuite.records import Measurement
 from perfsuite.sweep.ab import Side, run_sequential
 
 
@@ -64,6 +66,12 @@ def test_looks_spend_alpha_and_the_fixed_design_is_one_look():
     assert looks(12, 12, 0.01).alphas == (0.01,) and looks(12, 30, 0.01).rounds[-1] == 30
 
 
+def _measured(samples):
+    from perfsuite.sweep.ab import Measured
+
+    return Measured(Measurement(samples_s=samples), {})
+
+
 def _sequential(a_rounds, b_rounds, plan, cfg):
     """``run_sequential`` itself on precomputed rounds: each measurement returns the next
     round's value for its side and point."""
@@ -72,13 +80,13 @@ def _sequential(a_rounds, b_rounds, plan, cfg):
     done: dict = {}
 
     def fake(side, point, protocol, timeout):
-        key = (side.name, point["id"])
+        key = (side.name, point.id)
         r = done[key] = done.get(key, -1) + 1
-        return {"samples_s": [(a_rounds if side.name == "a" else b_rounds)[point["id"]][r]]}
+        return _measured([(a_rounds if side.name == "a" else b_rounds)[point.id][r]])
 
     real, ab.measure = ab.measure, fake
     try:
-        points = [{"id": pid} for pid in a_rounds]
+        points = [SimpleNamespace(id=pid) for pid in a_rounds]
         return run_sequential(points, {}, Side("a", "py"), Side("b", "py"), plan, cfg,
                               timeout=1.0)[1]  # fmt: skip
     finally:
@@ -132,10 +140,10 @@ def test_a_round_in_turns_pairs_turns_not_pooled_calls():
     from perfsuite.sweep.ab import round_ratio
 
     fast, slow = [0.055] * 5, [0.066] * 5
-    a = {"samples_s": fast + slow[:4], "protocol": {"turn_medians_s": fast + slow[:4]}}
-    b = {"samples_s": fast[:4] + slow, "protocol": {"turn_medians_s": fast[:4] + slow}}
+    a = Measurement(samples_s=fast + slow[:4], protocol={"turn_medians_s": fast + slow[:4]})
+    b = Measurement(samples_s=fast[:4] + slow, protocol={"turn_medians_s": fast[:4] + slow})
     assert round_ratio(a, b) == pytest.approx(1.0)
-    pooled = {k: {"samples_s": v["samples_s"]} for k, v in (("a", a), ("b", b))}
+    pooled = {k: Measurement(samples_s=v.samples_s) for k, v in (("a", a), ("b", b))}
     assert round_ratio(pooled["a"], pooled["b"]) == pytest.approx(1.2)
 
 
@@ -147,13 +155,13 @@ def test_run_sequential_measures_only_the_points_still_open(monkeypatch):
     calls = []
 
     def fake(side, point, protocol, timeout):
-        calls.append((point["id"], side.name))
-        slow = 1.5 if side.name == "b" and point["id"] == "clear" else 1.0
+        calls.append((point.id, side.name))
+        slow = 1.5 if side.name == "b" and point.id == "clear" else 1.0
         jitter = 1 + 0.01 * ((len(calls) * 7919) % 13) / 13
-        return {"samples_s": [0.01 * slow * jitter]}
+        return _measured([0.01 * slow * jitter])
 
     monkeypatch.setattr(ab, "measure", fake)
-    points = [{"id": "clear", "batch": 1}, {"id": "noisy", "batch": 1}]
+    points = [SimpleNamespace(id="clear", batch=1), SimpleNamespace(id="noisy", batch=1)]
     out, verdicts = run_sequential(
         points, {}, Side("a", "py"), Side("b", "py"), looks(3, 9, 0.01),
         GateConfig(threshold=0.02, alpha=0.01), timeout=1.0,

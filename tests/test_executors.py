@@ -10,11 +10,12 @@ import pytest
 
 from perfsuite.execute import executors
 from perfsuite.execute.isolation import WorkerResult
+from perfsuite.records import Point
 
 pytest.importorskip("onnxruntime")
 
-POINT = {"model": "small_cnn", "framework": "onnxruntime", "precision": "fp32", "threads": 1,
-         "numa_node": None, "batch": 1, "mode": "latency"}  # fmt: skip
+POINT = Point(model="small_cnn", framework="onnxruntime", precision="fp32", threads=1,
+              batch=1, mode="latency")  # fmt: skip
 PROTOCOL = {"min_time": 0.05, "min_samples": 10, "warmup_time": 0.02, "warmup_calls": 3,
             "counters": False, "sessions": 3}  # fmt: skip
 
@@ -44,9 +45,9 @@ def test_each_session_runs_in_a_process_of_its_own(monkeypatch):
     rec = executors.FreshWorker(timeout=120).run(POINT, {**PROTOCOL, "counters": True})
     assert [c["sessions"] for c in calls] == [1, 1, 1]
     assert [c["counters"] for c in calls] == [True, False, False]  # perf stat: first window
-    assert rec["isolation"] == "worker" and len(rec["session_medians_s"]) == 3
+    assert rec.isolation == "worker" and len(rec.session_medians_s) == 3
     assert len(set(pids)) == 3 and os.getpid() not in pids
-    assert len(rec["interference"]["sessions"]) == len(rec["calibration"]["sessions"]) == 3
+    assert len(rec.interference.sessions) == len(rec.calibration.sessions) == 3
 
 
 def test_a_pooled_record_matches_one_measured_in_process():
@@ -55,14 +56,12 @@ def test_a_pooled_record_matches_one_measured_in_process():
 
     here = executors.InProcess().run(POINT, PROTOCOL)
     there = executors.FreshWorker(timeout=120).run(POINT, PROTOCOL)
-    assert set(here) == set(there)
-    assert set(here["stats"]) == set(there["stats"])
-    assert there["stats"]["n"] == len(there["samples_s"])
-    assert there["stats"]["latency_p50_ms"] == pytest.approx(
-        float(np.median(there["samples_s"])) * 1e3
-    )
-    assert there["stats"]["between_session_cv"] == pytest.approx(cv(there["session_medians_s"]))
-    assert len(there["protocol"]["sessions"]) == 3
+    assert here.model_fields_set == there.model_fields_set
+    assert here.stats.model_fields_set == there.stats.model_fields_set
+    assert there.stats.n == len(there.samples_s)
+    assert there.stats.latency_p50_ms == pytest.approx(float(np.median(there.samples_s)) * 1e3)
+    assert there.stats.between_session_cv == pytest.approx(cv(there.session_medians_s))
+    assert len(there.protocol["sessions"]) == 3
 
 
 def test_a_session_that_crashes_is_an_error_for_the_point(monkeypatch):
@@ -87,25 +86,25 @@ def test_every_executor_is_registered_and_closes():
 def test_a_bound_worker_measures_each_session_in_a_bound_process():
     from perfsuite.execute.bound import BoundWorker
 
-    point = {**POINT, "numa_node": 0}
+    point = POINT.but(numa_node=0)
     with BoundWorker(timeout=120, mechanism="syscall") as ex:
         rec = ex.run(point, {**PROTOCOL, "sessions": 2})
-        assert rec["isolation"] == "bound worker (syscall)"
-        assert len(rec["session_medians_s"]) == 2 and rec["binding"]["mechanism"] == "external"
-        assert ex.run(POINT, {**PROTOCOL, "sessions": 1})["isolation"] == "worker"  # unbound
+        assert rec.isolation == "bound worker (syscall)"
+        assert len(rec.session_medians_s) == 2 and rec.binding["mechanism"] == "external"
+        assert ex.run(POINT, {**PROTOCOL, "sessions": 1}).isolation == "worker"  # unbound
 
 
 def test_another_interpreter_runs_a_point_and_serves_turns():
     import sys
 
-    point = {**POINT, "id": "cnn"}
+    point = POINT
     with executors.get_executor("interpreter", timeout=120, python=sys.executable,
                                 label="side x") as ex:  # fmt: skip
         rec = ex.run(point, {**PROTOCOL, "sessions": 1})
-        assert rec["isolation"] == f"interpreter {sys.executable}" and rec["software"]
+        assert rec.isolation == f"interpreter {sys.executable}" and ex.software
         worker = ex.turns(point, PROTOCOL)
         assert worker.ask(None)["ready"] and len(worker.ask("turn 0.01")["samples_s"]) >= 1
     assert worker.proc.poll() is not None  # closing the executor ended its turn worker
     broken = executors.get_executor("interpreter", timeout=60, python="false", label="side y")
-    with broken, pytest.raises(executors.WorkerError, match="^side y: cnn: no output$"):
+    with broken, pytest.raises(executors.WorkerError, match=f"^side y: {POINT.id}: no output$"):
         broken.run(point, PROTOCOL)

@@ -59,7 +59,7 @@ class FakeExecutor(InProcess):
     closed = 0
 
     def run(self, point, protocol):
-        return {**super().run(point, protocol), "isolation": "fake"}
+        return super().run(point, protocol).model_copy(update={"isolation": "fake"})
 
     def close(self):
         type(self).closed += 1

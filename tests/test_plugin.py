@@ -24,12 +24,13 @@ if __import__("importlib.util").util.find_spec("openvino") is not None:
 import sqlalchemy.dialects.postgresql  # noqa: E402,F401
 
 import perfsuite.store.database  # noqa: E402,F401 - and SQLAlchemy's dialects, likewise
+import perfsuite.sweep.finish  # noqa: E402,F401 - and matplotlib's classes (a second copy breaks)
 from perfsuite.prepare.models import graph  # noqa: E402,F401
 
 SWEEP = """
 def test_sweep(perf_point, perf_run):
-    record = perf_run(perf_point)
-    assert record["stats"]["throughput_ips"] > 0
+    result = perf_run(perf_point)
+    assert result.stats.throughput_ips > 0
 """
 FAST = ["--perf-min-time", "0.05", "-p", "no:cacheprovider"]
 
@@ -54,7 +55,7 @@ def test_plan_lists_readable_ids(sweep):
     [
         (["--perf-models", "resnet51"], "unknown model 'resnet51'; valid: resnet50"),
         (["--perf-frameworks", "tvm"], "unknown framework 'tvm'; valid: onnxruntime"),
-        (["--perf-precisions", "int4"], "unknown precision 'int4'; valid: fp32"),
+        (["--perf-precisions", "int4"], "unknown precision 'int4'; valid: bf16, fp32"),
         (["--perf-profile", "weekly"], "unknown profile 'weekly'; valid: smoke"),
         (["--perf-threads", "0"], "threads '0'"),
         (["--perf-threads", "100000"], "threads '100000': use integers from 1 to 4096"),
@@ -555,7 +556,7 @@ def test_a_broken_gate_is_an_internal_error_not_a_verdict(sweep, tmp_path, monke
     def broken(*a, **k):
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(finish, "evaluate", broken)
+    monkeypatch.setattr(finish, "judge", broken)
     r = sweep.runpytest(*args)
     assert r.ret == pytest.ExitCode.INTERNAL_ERROR
     out = r.stdout.str()

@@ -132,7 +132,7 @@ def spark_exec():
     ex.close()
 
 
-def _checked(record_part: dict, point: dict) -> dict:
+def _checked(measured: records.Measurement, point: dict) -> dict:
     """The executor's output as a full record, validated like the sweep validates it."""
     rec = {
         "schema": records.RESULT,
@@ -141,10 +141,14 @@ def _checked(record_part: dict, point: dict) -> dict:
         "hardware_class": "test",
         "timestamp": 1.0,
         "status": "ok",
-        **record_part,
+        **records.dump(measured),
     }
     records.check_result(json.loads(json.dumps(rec)))
     return rec
+
+
+def _run(spark_exec, point: dict) -> records.Measurement:
+    return spark_exec.run(records.Point(**point), PROTOCOL)
 
 
 @pytest.mark.spark
@@ -152,7 +156,7 @@ def _checked(record_part: dict, point: dict) -> dict:
 @pytest.mark.parametrize("pattern,batch", [("partition", 4), ("rdd_map", 1)])
 def test_spark_point_measures_the_dataset_and_matches_single_process(spark_exec, pattern, batch):
     point = _point(pattern, batch=batch)
-    rec = _checked(spark_exec.run(point, PROTOCOL), point)
+    rec = _checked(_run(spark_exec, point), point)
     sp = rec["spark"]
     assert sp["master"] == "local[2]" and sp["items"] == ITEMS and len(sp["pass_s"]) >= 3
     end_to_end = ITEMS * len(sp["pass_s"]) / sum(sp["pass_s"])
@@ -177,7 +181,7 @@ def test_spark_point_measures_the_dataset_and_matches_single_process(spark_exec,
 @pytest.mark.skipif(shutil.which("numactl") is None, reason="numactl is not installed")
 def test_spark_point_bound_to_a_node_runs_its_workers_there(spark_exec):
     point = _point("partition", slots=1, node=0)
-    rec = _checked(spark_exec.run(point, PROTOCOL), point)
+    rec = _checked(_run(spark_exec, point), point)
     node0 = {c for n in read_topology("/").numa_nodes if n.node == 0 for c in n.cpus}
     assert rec["settings"]["spark.pyspark.python"].endswith("python-node0.sh")
     assert rec["binding"]["workers"]
@@ -185,7 +189,7 @@ def test_spark_point_bound_to_a_node_runs_its_workers_there(spark_exec):
         assert w["mems"] == "0" and set(w["cpus"]) <= node0
     # the next unbound point goes back to the plain interpreter
     plain = _point("partition", slots=1)
-    rec = _checked(spark_exec.run(plain, PROTOCOL), plain)
+    rec = _checked(_run(spark_exec, plain), plain)
     assert rec["settings"]["spark.pyspark.python"] == spark_exec._python
 
 
@@ -196,7 +200,7 @@ def test_spark_point_bound_without_numactl_is_one_line_error(spark_exec, monkeyp
 
     monkeypatch.setattr(spark_numa.shutil, "which", lambda name: None)  # hide numactl
     with pytest.raises(WorkerError, match=r"needs numactl \(apt install numactl\)"):
-        spark_exec.run(_point("partition", slots=1, node=0), PROTOCOL)
+        _run(spark_exec, _point("partition", slots=1, node=0))
 
 
 @pytest.mark.spark
@@ -210,7 +214,7 @@ def test_spark_outputs_that_differ_fail_the_agreement(spark_exec):
     job = {"options": dict(variant.framework_options)}
     rng = np.random.default_rng(0)
     noise = {i: rng.standard_normal(10).astype(np.float32).tobytes() for i in range(ITEMS)}
-    got = spark_exec._agreement(point, model, variant, job, noise)
+    got = spark_exec._agreement(records.Point(**point), model, variant, job, noise)
     assert not got["passed"] and got["sqnr_db"] < got["threshold_db"]
 
 
@@ -230,12 +234,12 @@ def test_a_failing_spark_job_is_an_error_for_its_point_only(spark_exec):
     quantize.prepare = broken
     try:
         with pytest.raises(WorkerError) as exc:
-            spark_exec.run(point_bad, PROTOCOL)
+            _run(spark_exec, point_bad)
     finally:
         quantize.prepare = real
     assert "\n" not in str(exc.value) and "unknown onnxruntime options" in str(exc.value)
     # and the session still serves the next point
-    assert spark_exec.run(point, PROTOCOL)["spark"]["agreement"]["passed"]
+    assert _run(spark_exec, point).spark.agreement["passed"]
 
 
 # -- fleet qualification on a loopback standalone cluster ----------------------------------------
@@ -319,7 +323,7 @@ def test_spark_points_run_through_the_sweep_table_and_baseline(pytester, tmp_pat
     pytester.makepyfile(
         test_demo_sweep="""
 def test_sweep(perf_point, perf_run):
-    assert perf_run(perf_point)["stats"]["throughput_ips"] > 0
+    assert perf_run(perf_point).stats.throughput_ips > 0
 """
     )
     out, base = tmp_path / "results", tmp_path / "baselines"

@@ -12,7 +12,7 @@ import pytest
 from history_data import point_id, step_history
 
 from perfsuite.cli import main
-from perfsuite.gate.trends import CHANGE_COLOUR, COLOURS
+from perfsuite.history.trends import CHANGE_COLOUR, COLOURS
 from perfsuite.store.database import HistoryStore
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -67,7 +67,7 @@ def cmd_ab(args) -> int:
         print(f"perfsuite ab: {exc}", file=sys.stderr)
         return EXIT_USAGE
     planned = expand(profile, read_topology("/"), bf16=bool(cpu_features().get("avx512_bf16")))
-    points = [p.as_dict() for p in planned if not p.skip and not p.spark]
+    points = [p for p in planned if not p.skip and not p.spark]
     for p in planned:
         if p.skip:
             print(f"skip {p.id}: {p.skip}")

@@ -51,7 +51,7 @@ def cmd_sweep(args) -> int:
         sweep_table(print, fleet.records[host], hardware_class=cls)
         for pid, why in sorted(fleet.skipped[host].items()):
             print(f"skipped {pid}: {why}")
-        failed |= any(r["status"] != "ok" for r in fleet.records[host])
+        failed |= any(not r.ok for r in fleet.records[host])
     for host, why in sorted(fleet.errors.items()):
         print(f"== {host}: no results: {why}")
     if len(fleet.records) > 1:

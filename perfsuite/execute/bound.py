@@ -21,7 +21,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from perfsuite.execute.executors import BaseExecutor, FreshWorker
+from perfsuite.execute.executors import BaseExecutor, FreshWorker, isolated
 from perfsuite.execute.isolation import WorkerCrashed, WorkerError, WorkerTimeout, run_isolated
 from perfsuite.execute.runner import measure_in_place, pool_sessions
 from perfsuite.host import numa
@@ -30,6 +30,7 @@ from perfsuite.host.numa import BindingError
 from perfsuite.host.placement import Placement
 from perfsuite.host.topology import read_topology
 from perfsuite.kernels import triad_best
+from perfsuite.records import Measurement, Point
 
 MECHANISMS = ("auto", "numactl", "syscall")
 
@@ -155,13 +156,13 @@ class BoundWorker(BaseExecutor):
         self._unbound = FreshWorker(timeout)
         self._topo = None
 
-    def run(self, point: dict, protocol: dict) -> dict:
-        if point["numa_node"] is None:
+    def run(self, point: Point, protocol: dict) -> Measurement:
+        if point.numa_node is None:
             return self._unbound.run(point, protocol)
         if self._topo is None:
             self._topo = read_topology("/")
         try:
-            where = pl.node(self._topo, point["numa_node"])
+            where = pl.node(self._topo, point.numa_node)
         except pl.PlacementError as exc:
             raise WorkerError(str(exc)) from exc
         one = {**protocol, "sessions": 1}
@@ -173,6 +174,6 @@ class BoundWorker(BaseExecutor):
                                 mechanism=self.mechanism, timeout=self.timeout)  # fmt: skip
             except BindingError as exc:
                 raise WorkerError(str(exc)) from exc
-            parts.append(out["result"])
+            parts.append(Measurement.model_validate(out["result"]))
             used = out["mechanism"]
-        return {**pool_sessions(point, parts), "isolation": f"bound worker ({used})"}
+        return isolated(pool_sessions(point, parts), f"bound worker ({used})")

@@ -17,14 +17,14 @@ SparkSession), and the sweep closes its executor at the end of the run.
 - ``interpreter`` (``perfsuite.execute.interpreter``): each point in a fresh process of
   another Python (its own perfsuite, frameworks and kernels): one side of ``perfsuite ab``,
   whose call-interleaved turns run through it too.
-- ``spark`` (``perfsuite.execute.spark``): Spark points (``point["spark"]``); one SparkSession,
+- ``spark`` (``perfsuite.execute.spark``): Spark points (``point.spark``); one SparkSession,
   stopped by ``close``. With ``spark_master``/``spark_items`` given, ``get_executor`` sends
   the run's Spark points to it whatever the executor chosen for the others.
 
 Executors are found by name in ``EXECUTORS``, the ``perfsuite.executors`` entry points
 (``perfsuite.prepare.extensions``): a new one is a class with a ``name``, built with keyword
-options (``timeout`` at least), declared there. Either way the contract is the serialised record:
-what comes back is JSON-able data.
+options (``timeout`` at least), declared there. ``run`` takes a ``records.Point`` and returns a
+``records.Measurement``; between processes and hosts that travels serialised (JSON).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from perfsuite.execute.runner import (
 )
 from perfsuite.prepare.extensions import EXECUTORS as GROUP
 from perfsuite.prepare.extensions import STALE, Registry
+from perfsuite.records import Measurement, Point
 
 __all__ = [
     "DEFAULT",
@@ -59,7 +60,7 @@ __all__ = [
 class Executor(Protocol):
     name: str
 
-    def run(self, point: dict, protocol: dict) -> dict:
+    def run(self, point: Point, protocol: dict) -> Measurement:
         """Measure ``point``; raise WorkerError (or a subclass) when it could not be."""
         ...
 
@@ -77,7 +78,7 @@ class BaseExecutor:
 
     name = ""
 
-    def run(self, point: dict, protocol: dict) -> dict:
+    def run(self, point: Point, protocol: dict) -> Measurement:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -96,13 +97,13 @@ class InProcess(BaseExecutor):
     def __init__(self, timeout: float = 300.0):
         self.timeout = timeout  # not enforceable in-process; kept for a uniform constructor
 
-    def run(self, point: dict, protocol: dict) -> dict:
-        if point["numa_node"] is not None:
+    def run(self, point: Point, protocol: dict) -> Measurement:
+        if point.numa_node is not None:
             raise WorkerError(
-                f"the in-process executor cannot bind to NUMA node {point['numa_node']} "
+                f"the in-process executor cannot bind to NUMA node {point.numa_node} "
                 "(it would bind the whole run); use --perf-executor worker or auto"
             )
-        return {**run_point(point, protocol), "isolation": "in-process"}
+        return isolated(Measurement.model_validate(run_point(point, protocol)), "in-process")
 
 
 class FreshWorker(BaseExecutor):
@@ -121,7 +122,7 @@ class FreshWorker(BaseExecutor):
     def __init__(self, timeout: float = 300.0):
         self.timeout = timeout
 
-    def run(self, point: dict, protocol: dict) -> dict:
+    def run(self, point: Point, protocol: dict) -> Measurement:
         one = {**protocol, "sessions": 1}
         extensions = runtime_extensions()
         done = [
@@ -131,7 +132,8 @@ class FreshWorker(BaseExecutor):
         ]  # fmt: skip
         hung = any(res.teardown_hung for res in done)
         label = "worker (teardown hung, killed)" if hung else "worker"
-        return {**pool_sessions(point, [res.value for res in done]), "isolation": label}
+        parts = [Measurement.model_validate(res.value) for res in done]
+        return isolated(pool_sessions(point, parts), label)
 
 
 class Auto(BaseExecutor):
@@ -140,9 +142,14 @@ class Auto(BaseExecutor):
     def __init__(self, timeout: float = 300.0):
         self._bound, self._unbound = FreshWorker(timeout), InProcess(timeout)
 
-    def run(self, point: dict, protocol: dict) -> dict:
-        chosen = self._unbound if point["numa_node"] is None else self._bound
+    def run(self, point: Point, protocol: dict) -> Measurement:
+        chosen = self._unbound if point.numa_node is None else self._bound
         return chosen.run(point, protocol)
+
+
+def isolated(measured: Measurement, how: str) -> Measurement:
+    """``measured``, saying how the point was isolated."""
+    return measured.model_copy(update={"isolation": how})
 
 
 def _factory(obj):
@@ -166,8 +173,8 @@ class WithSpark(BaseExecutor):
         self._spark_options = spark_options
         self._spark: Executor | None = None
 
-    def run(self, point: dict, protocol: dict) -> dict:
-        if not point.get("spark"):
+    def run(self, point: Point, protocol: dict) -> Measurement:
+        if not point.spark:
             return self.inner.run(point, protocol)
         if self._spark is None:
             self._spark = get_executor("spark", **self._spark_options)

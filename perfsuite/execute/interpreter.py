@@ -25,14 +25,14 @@ import tempfile
 
 from perfsuite.execute.executors import BaseExecutor
 from perfsuite.execute.isolation import WorkerError
+from perfsuite.records import Measurement, Point, dump
 
 SNIPPET = """
 import json, sys
 from perfsuite.execute.runner import run_point
 from perfsuite.prepare.backends import software_versions
 point, protocol = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-out = run_point(point, protocol)
-out["software"] = software_versions()
+out = {"measurement": run_point(point, protocol), "software": software_versions()}
 sys.stdout.write("\\n" + json.dumps(out, default=str) + "\\n")
 """
 
@@ -52,31 +52,34 @@ class Interpreter(BaseExecutor):
         self.env = dict(env or {})
         self.label = label or python
         self._turns: list[TurnWorker] = []
+        self.software: dict = {}  # that side's framework versions, as its last run saw them
 
     def _environ(self) -> dict:
         return {**os.environ, **self.env}
 
-    def run(self, point: dict, protocol: dict) -> dict:
-        """One fresh process of this interpreter measuring ``point``; its plain-data result."""
+    def run(self, point: Point, protocol: dict) -> Measurement:
+        """One fresh process of this interpreter measuring ``point``."""
         try:
             proc = subprocess.run(
-                [self.python, "-c", SNIPPET, json.dumps(point), json.dumps(protocol)],
+                [self.python, "-c", SNIPPET, json.dumps(dump(point)), json.dumps(protocol)],
                 capture_output=True,
                 text=True,
                 timeout=self.timeout,
                 env=self._environ(),
             )
         except subprocess.TimeoutExpired as exc:
-            raise WorkerError(f"{self.label}: {point['id']} passed {self.timeout:.0f} s") from exc
+            raise WorkerError(f"{self.label}: {point.id} passed {self.timeout:.0f} s") from exc
         except OSError as exc:
             raise WorkerError(f"{self.label}: cannot run {self.python}: {exc}") from exc
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise WorkerError(f"{self.label}: {point['id']}: {last}")
+            raise WorkerError(f"{self.label}: {point.id}: {last}")
         out = json.loads(proc.stdout.strip().splitlines()[-1])
-        return {**out, "isolation": f"interpreter {self.python}"}
+        self.software = out["software"]
+        measured = Measurement.model_validate(out["measurement"])
+        return measured.model_copy(update={"isolation": f"interpreter {self.python}"})
 
-    def turns(self, point: dict, protocol: dict) -> TurnWorker:
+    def turns(self, point: Point, protocol: dict) -> TurnWorker:
         """A ``perfsuite.execute.turns`` process of this interpreter for ``point``, open until
         it is closed (or this executor is)."""
         worker = TurnWorker(self, point, protocol)
@@ -91,10 +94,10 @@ class Interpreter(BaseExecutor):
 class TurnWorker:
     """One ``perfsuite.execute.turns`` process: a request line in, a JSON line out."""
 
-    def __init__(self, interpreter: Interpreter, point: dict, protocol: dict):
-        self.label, self.pid, self.timeout = interpreter.label, point["id"], interpreter.timeout
+    def __init__(self, interpreter: Interpreter, point: Point, protocol: dict):
+        self.label, self.pid, self.timeout = interpreter.label, point.id, interpreter.timeout
         self.err = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())
-        cmd = [interpreter.python, "-m", "perfsuite.execute.turns", json.dumps(point),
+        cmd = [interpreter.python, "-m", "perfsuite.execute.turns", json.dumps(dump(point)),
                json.dumps(protocol)]  # fmt: skip
         try:
             self.proc = subprocess.Popen(

@@ -33,6 +33,7 @@ from perfsuite.host.topology import read_topology
 from perfsuite.prepare import models, quantize
 from perfsuite.prepare.backends import BACKENDS, RunConfig, get_backend
 from perfsuite.prepare.quantize import QUANTIZERS
+from perfsuite.records import Point
 
 
 def _counted(p: Protocol):
@@ -118,34 +119,38 @@ def load_extensions(modules: list[tuple[str, str | None]]) -> None:
             spec.loader.exec_module(mod)
 
 
-def run_point_in_worker(extensions: list[tuple[str, str | None]], point: dict, protocol: dict):
+def run_point_in_worker(extensions: list[tuple[str, str | None]], point, protocol: dict):
     load_extensions(extensions)
     return run_point(point, protocol)
 
 
-def run_point(point: dict, protocol: dict) -> dict:
+def run_point(point: Point | dict, protocol: dict) -> dict:
+    """Measure ``point`` (a Point, or its JSON from another process) here; the serialised
+    ``Measurement``: the worker contract, read the same by any perfsuite on the other side."""
+    point = Point.model_validate(point)
     t_setup = time.perf_counter()
-    binding, cpus = place(point["numa_node"])
+    binding, cpus = place(point.numa_node)
     _inject_fault()
-    return measure_point(point, protocol, binding, cpus, t_setup)
+    return records.dump(measure_point(point, protocol, binding, cpus, t_setup))
 
 
-def measure_in_place(point: dict, protocol: dict) -> dict:
+def measure_in_place(point: Point | dict, protocol: dict) -> dict:
     """measure_point in a process someone else already bound (numactl, bound.run_bound)."""
-    return measure_point(
-        point,
+    measured = measure_point(
+        Point.model_validate(point),
         protocol,
         numa.current_binding("external").as_dict(),
         tuple(sorted(os.sched_getaffinity(0))),
         time.perf_counter(),
     )
+    return records.dump(measured)
 
 
 # A window that other processes disturbed is measured again, at most this many times.
 CONTAMINATED_RETRIES = 2
 
 
-def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, count: bool):
+def _measure_session(backend, variant, cfg, inputs, point: Point, p: Protocol, count: bool):
     """Open one framework session, warm it up, measure its window (perf stat, when asked and
     ``count``, on the window only), with interference accounting: a contaminated window is
     measured again (``CONTAMINATED_RETRIES``); the machine's speed is probed before the
@@ -153,10 +158,11 @@ def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, co
     settings, counters, prepare_s, interference of each window tried, speed)."""
     t0 = time.perf_counter()
     windows, c = [], None
+    latency = point.mode == "latency"
     with backend.prepare(variant.path, cfg) as session:
         prepare_s = time.perf_counter() - t0
         before = calibration.probe()
-        if point["mode"] == "latency":
+        if latency:
             call = slowed(session.callable(inputs))
             warm = warm_up(call, p)
         else:
@@ -164,7 +170,7 @@ def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, co
         for attempt in range(1 + CONTAMINATED_RETRIES):
             counted = _counted(p) if count and attempt == 0 else nullcontext(None)
             with counted as c_try, Sampler() as sampler:
-                if point["mode"] == "latency":
+                if latency:
                     samples, info = measure_latency(call, p, warm)
                 else:
                     run = session.run_throughput(inputs, seconds=p.min_time)
@@ -172,29 +178,31 @@ def _measure_session(backend, variant, cfg, inputs, point: dict, p: Protocol, co
                     info = {"window_s": run.seconds, "items": run.items}
             if attempt == 0:
                 c = c_try  # perf stat counts the first window only
-            windows.append(records.dump(sampler.result))
+            windows.append(sampler.result)
             if not sampler.result.contaminated:
                 break
-        speed = {"before": records.dump(before), "after": records.dump(calibration.probe())}
+        speed = records.SpeedAround(before=before, after=calibration.probe())
         return samples, info, dict(session.settings), c, prepare_s, windows, speed
 
 
-def open_point(point: dict, cpus):
+def open_point(point: Point, cpus):
     """The model, its variant for the point's precision and framework, the run settings, the
     backend and the inputs: everything a session of the point is opened from."""
-    model = models.get(point["model"])
-    variant = quantize.prepare(model, point["precision"], point["framework"])
+    model = models.get(point.model)
+    variant = quantize.prepare(model, point.precision, point.framework)
     cfg = RunConfig(
-        threads=point["threads"],
-        batch=point["batch"],
-        mode=point["mode"],
+        threads=point.threads,
+        batch=point.batch,
+        mode=point.mode,
         cpus=cpus,
         options=dict(variant.framework_options),
     )
-    return model, variant, cfg, get_backend(point["framework"]), model.inputs(point["batch"])
+    return model, variant, cfg, get_backend(point.framework), model.inputs(point.batch)
 
 
-def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: float) -> dict:
+def measure_point(
+    point: Point, protocol: dict, binding: dict, cpus, t_setup: float
+) -> records.Measurement:
     """Measure ``protocol["sessions"]`` fresh framework sessions one after another and pool
     their samples (``pool_sessions``). A new session re-draws memory layout and thread
     start-up: sub-ms ORT calls move by up to 1.8x from one session to the next on a shared VM,
@@ -202,7 +210,7 @@ def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: flo
     a process draws once (see ``executors.FreshWorker``) they do not show."""
     p = Protocol(**protocol)
     parts = []
-    with threadpool_limits(point["threads"]):
+    with threadpool_limits(point.threads):
         model, variant, cfg, backend, inputs = open_point(point, cpus)
         setup_s = time.perf_counter() - t_setup  # binding, model, variant; + session opens
         about = model_info(model, variant)
@@ -211,74 +219,75 @@ def measure_point(point: dict, protocol: dict, binding: dict, cpus, t_setup: flo
                 backend, variant, cfg, inputs, point, p, count=i == 0
             )
             parts.append(
-                {
-                    "interference": {
-                        # the kept window is the last attempt
-                        "contaminated": attempts[-1]["contaminated"],
-                        "retries": len(attempts) - 1,
-                        "sessions": [attempts[-1]],
-                        "discarded": attempts[:-1],
-                    },
-                    "calibration": {"sessions": [speed]},
-                    "counters": records.dump(c.result) if c and c.result else None,
-                    "samples_s": got,
-                    "session_medians_s": [float(np.median(got))],
-                    "protocol": info,
-                    "settings": settings,
-                    "binding": binding,
-                    "setup_s": (setup_s if i == 0 else 0.0) + prepare_s,
-                    "model": about,
-                }
+                records.Measurement(
+                    interference=records.Interference(
+                        contaminated=attempts[-1].contaminated,  # the last attempt is kept
+                        retries=len(attempts) - 1,
+                        sessions=[attempts[-1]],
+                        discarded=attempts[:-1],
+                    ),
+                    calibration=records.Calibration(sessions=[speed]),
+                    counters=c.result if c else None,
+                    samples_s=got,
+                    session_medians_s=[float(np.median(got))],
+                    protocol=info,
+                    settings=settings,
+                    binding=binding,
+                    setup_s=(setup_s if i == 0 else 0.0) + prepare_s,
+                    model=about,
+                )
             )
     return pool_sessions(point, parts)
 
 
-def pool_sessions(point: dict, parts: list[dict]) -> dict:
-    """One record from one-session records (``measure_point``'s sessions, or one worker per
-    session): samples pooled, statistics from the pooled samples, the CV of the session
-    medians, per-session interference and calibration kept; perf stat covers the first
-    session's window."""
-    samples = [x for part in parts for x in part["samples_s"]]
-    medians = [m for part in parts for m in part["session_medians_s"]]
-    windows = [part["protocol"] for part in parts]
+def pool_sessions(point: Point, parts: list[records.Measurement]) -> records.Measurement:
+    """One measurement from one-session measurements (``measure_point``'s sessions, or one
+    worker per session): samples pooled, statistics from the pooled samples, the CV of the
+    session medians, per-session interference and calibration kept; perf stat covers the
+    first session's window."""
+    samples = [x for part in parts for x in part.samples_s]
+    medians = [m for part in parts for m in part.session_medians_s]
+    windows = [part.protocol for part in parts]
     info = dict(windows[0]) if len(parts) == 1 else {"sessions": windows}
-    if point["mode"] == "latency":
-        stats = summarize(samples, items_per_call=point["batch"])
+    if point.mode == "latency":
+        stats = summarize(samples, items_per_call=point.batch)
     else:
         window = sum(w["window_s"] for w in windows)
         info.update(window_s=window, items=sum(w["items"] for w in windows))
-        stats = summarize(samples, items_per_call=point["batch"], window_s=window)
+        stats = summarize(samples, items_per_call=point.batch, window_s=window)
     if len(medians) > 1:
         stats["between_session_cv"] = cv(np.asarray(medians))
-    seen = [part["interference"] for part in parts]
-    return {
-        "interference": {
-            "contaminated": any(i["contaminated"] for i in seen),
-            "retries": sum(i["retries"] for i in seen),
-            "sessions": [w for i in seen for w in i["sessions"]],
-            "discarded": [w for i in seen for w in i["discarded"]],
-        },
-        "calibration": {"sessions": [s for part in parts for s in part["calibration"]["sessions"]]},
-        "counters": parts[0]["counters"],
-        "samples_s": samples,
-        "session_medians_s": medians,
-        "stats": stats,
-        "protocol": info,
-        "settings": parts[-1]["settings"],
-        "binding": parts[0]["binding"],
-        "setup_s": sum(part["setup_s"] for part in parts),
-        "model": parts[0]["model"],
-    }
+    seen = [part.interference for part in parts]
+    return records.Measurement(
+        interference=records.Interference(
+            contaminated=any(i.contaminated for i in seen),
+            retries=sum(i.retries for i in seen),
+            sessions=[w for i in seen for w in i.sessions],
+            discarded=[w for i in seen for w in i.discarded],
+        ),
+        calibration=records.Calibration(
+            sessions=[s for part in parts for s in part.calibration.sessions]
+        ),
+        counters=parts[0].counters,
+        samples_s=samples,
+        session_medians_s=medians,
+        stats=stats,
+        protocol=info,
+        settings=parts[-1].settings,
+        binding=parts[0].binding,
+        setup_s=sum(part.setup_s for part in parts),
+        model=parts[0].model,
+    )
 
 
-def model_info(model, variant) -> dict:
+def model_info(model, variant) -> records.ModelInfo:
     variant_bytes = sum(
         f.stat().st_size for f in [variant.path, variant.path.with_suffix(".bin")] if f.exists()
     )
-    return {
-        "params": model.params,
-        "flops_per_item": model.flops_per_item,
-        "weight_bytes": model.weight_bytes,
-        "variant_file": variant.path.name,
-        "variant_mb": variant_bytes / 2**20,
-    }
+    return records.ModelInfo(
+        params=model.params,
+        flops_per_item=model.flops_per_item,
+        weight_bytes=model.weight_bytes,
+        variant_file=variant.path.name,
+        variant_mb=variant_bytes / 2**20,
+    )

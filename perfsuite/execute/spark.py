@@ -47,6 +47,7 @@ from perfsuite.host import placement
 from perfsuite.host.topology import read_topology
 from perfsuite.prepare import accuracy, models, quantize
 from perfsuite.prepare.backends import get_backend
+from perfsuite.records import Measurement, Point
 
 ENV_MASTER = "PERFSUITE_SPARK_MASTER"
 MIN_RUNS = 3  # measured passes over the dataset, after one warm-up pass
@@ -139,7 +140,7 @@ class Deadline:
 
 
 class SparkExecutor(BaseExecutor):
-    """Runs Spark points (``point["spark"]``); one SparkSession for the whole sweep."""
+    """Runs Spark points (``point.spark``); one SparkSession for the whole sweep."""
 
     name = "spark"
 
@@ -217,25 +218,25 @@ class SparkExecutor(BaseExecutor):
 
     # -- one point ------------------------------------------------------------------------------
 
-    def run(self, point: dict, protocol: dict) -> dict:
-        spec = point.get("spark")
+    def run(self, point: Point, protocol: dict) -> Measurement:
+        spec = point.spark
         if not spec:
             raise WorkerError(
-                f"{point['id']}: the spark executor runs Spark points only (--perf-spark); "
+                f"{point.id}: the spark executor runs Spark points only (--perf-spark); "
                 "choose another executor for the others"
             )
-        model = models.get(point["model"])
-        variant = quantize.prepare(model, point["precision"], point["framework"])
+        model = models.get(point.model)
+        variant = quantize.prepare(model, point.precision, point.framework)
         # several tasks share the cores: the framework's own knobs for that (no spinning pool
         # stealing another task's CPU, no pinning every process to the first core of its mask)
-        shared = get_backend(point["framework"]).shared_core_options
+        shared = get_backend(point.framework).shared_core_options
         options = {**variant.framework_options, **shared}
         job = {
-            "framework": point["framework"],
+            "framework": point.framework,
             "files": self._files(variant.path),
             "main": variant.path.name,
-            "threads": spec["cpus_per_task"],
-            "batch": point["batch"],
+            "threads": spec.cpus_per_task,
+            "batch": point.batch,
             "options": options,
             "input": model.input_name,
             "shape": list(model.input_shape),
@@ -252,8 +253,8 @@ class SparkExecutor(BaseExecutor):
             ).encode()
         ).hexdigest()
         spark = self.spark
-        self._bind(point["numa_node"])
-        group = f"perfsuite-{point['id']}"
+        self._bind(point.numa_node)
+        group = f"perfsuite-{point.id}"
         with Deadline(spark.sparkContext, self.timeout, group) as deadline:
             try:
                 return self._measure(point, protocol, model, variant, job)
@@ -266,13 +267,13 @@ class SparkExecutor(BaseExecutor):
                     ) from exc
                 raise WorkerError(f"Spark job failed: {_cause(exc)}") from exc
 
-    def _pass(self, point: dict, model, job: dict) -> tuple[float, dict]:
+    def _pass(self, point: Point, model, job: dict) -> tuple[float, dict]:
         """One pass over the dataset; returns (wall seconds, parsed task output)."""
 
-        spec, spark = point["spark"], self.spark
-        if spec["pattern"] == "partition":
-            spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(point["batch"]))
-            df = self._frame(model, spec["slots"])
+        spec, spark = point.spark, self.spark
+        if spec.pattern == "partition":
+            spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(point.batch))
+            df = self._frame(model, spec.slots)
             t0 = time.perf_counter()
             table = df.mapInArrow(tasks.infer_partition(job), tasks.SCHEMA_DDL).toArrow()
             wall = time.perf_counter() - t0
@@ -283,14 +284,14 @@ class SparkExecutor(BaseExecutor):
             t0 = time.perf_counter()
             sc = spark.sparkContext
             rows = (
-                sc.parallelize(data, spec["slots"])
+                sc.parallelize(data, spec.slots)
                 .map(functools.partial(tasks.infer_record, job))
                 .collect()
             )
             wall = time.perf_counter() - t0
         return wall, _parse(rows)
 
-    def _measure(self, point, protocol, model, variant, job) -> dict:
+    def _measure(self, point: Point, protocol, model, variant, job) -> Measurement:
         cold_s, cold = self._pass(point, model, job)  # warm-up: workers, imports, sessions
         local = is_loopback(self.spark.sparkContext.master)
         walls, latencies, windows, discarded, last = [], [], [], [], cold
@@ -298,7 +299,7 @@ class SparkExecutor(BaseExecutor):
             for attempt in range(1 + CONTAMINATED_RETRIES):
                 with Sampler(tree=True) as sampler:
                     wall, got = self._pass(point, model, job)
-                window = records.dump(sampler.result) if local else None
+                window = sampler.result if local else None
                 if not (local and sampler.result.contaminated) or attempt == CONTAMINATED_RETRIES:
                     break
                 discarded.append(window)
@@ -310,7 +311,7 @@ class SparkExecutor(BaseExecutor):
             raise WorkerError(
                 f"Spark returned {len(last['outputs'])} outputs for {self.items} items"
             )
-        _check_binding(point["numa_node"], cold["tasks"] + last["tasks"])
+        _check_binding(point.numa_node, cold["tasks"] + last["tasks"])
         agreement = self._agreement(point, model, variant, job, last["outputs"])
         if not agreement["passed"]:
             raise WorkerError(
@@ -318,21 +319,22 @@ class SparkExecutor(BaseExecutor):
                 f"{agreement['sqnr_db']:.1f} dB < {agreement['threshold_db']} dB"
             )
         items = self.items * len(walls)
-        stats = summarize(latencies, items_per_call=point["batch"])
+        stats = summarize(latencies, items_per_call=point.batch)
         stats["throughput_ips"] = items / sum(walls)  # end to end, the whole dataset
-        per_batch = [w * point["batch"] / self.items for w in walls]
+        per_batch = [w * point.batch / self.items for w in walls]
         tasks = cold["tasks"] + last["tasks"]
         settings = dict(tasks[0]["settings"]) if tasks else {}
         settings.update(self._spark_settings(point))
-        return {
-            "interference": None
-            if not local
-            else {
-                "contaminated": any(w["contaminated"] for w in windows),
-                "retries": len(discarded),
-                "sessions": windows,
-                "discarded": discarded,
-            },
+        interference = None
+        if local:
+            interference = records.Interference(
+                contaminated=any(w.contaminated for w in windows),
+                retries=len(discarded),
+                sessions=windows,
+                discarded=discarded,
+            )
+        return records.Measurement.model_validate({
+            "interference": interference,
             "counters": None,
             "samples_s": latencies,
             "session_medians_s": per_batch,  # end-to-end seconds per batch, one per pass
@@ -344,9 +346,9 @@ class SparkExecutor(BaseExecutor):
             "isolation": "spark",
             "spark": {
                 "master": self.spark.sparkContext.master,
-                "pattern": point["spark"]["pattern"],
-                "slots": point["spark"]["slots"],
-                "cpus_per_task": point["spark"]["cpus_per_task"],
+                "pattern": point.spark.pattern,
+                "slots": point.spark.slots,
+                "cpus_per_task": point.spark.cpus_per_task,
                 "items": self.items,
                 "spark_session_start_s": self.start_s,
                 "cold_pass_s": cold_s,
@@ -361,7 +363,7 @@ class SparkExecutor(BaseExecutor):
                 "weight_bytes": model.weight_bytes,
                 "variant_file": variant.path.name,
             },
-        }
+        })  # fmt: skip
 
     def _spark_settings(self, point) -> dict:
         conf = self.spark.sparkContext.getConf()
@@ -373,7 +375,7 @@ class SparkExecutor(BaseExecutor):
         )
         out = {k: conf.get(k, None) for k in keys}
         out["spark.task.cpus"] = out["spark.task.cpus"] or "1"  # Spark's default
-        out["spark.sql.execution.arrow.maxRecordsPerBatch"] = point["batch"]
+        out["spark.sql.execution.arrow.maxRecordsPerBatch"] = point.batch
         out["spark.pyspark.python"] = self.spark.sparkContext.pythonExec
         return out
 
@@ -385,12 +387,12 @@ class SparkExecutor(BaseExecutor):
         x = decode([b for _, b in self._rows(model)[:n]], model.input_shape)
         ref = (
             accuracy.run_batches(
-                point["framework"],
+                point.framework,
                 variant.path,
                 job["options"],
                 x,
                 model.input_name,
-                point["batch"],
+                point.batch,
             )
             .reshape(n, -1)
             .astype(np.float32)

@@ -22,14 +22,16 @@ from threadpoolctl import threadpool_limits
 from perfsuite.execute.measure import Protocol, measure_latency, warm_up
 from perfsuite.execute.runner import model_info, open_point, place, slowed
 from perfsuite.prepare.backends import software_versions
+from perfsuite.records import Point, dump
 
 
-def serve(point: dict, protocol: dict, say, lines) -> None:
+def serve(point: Point | dict, protocol: dict, say, lines) -> None:
+    point = Point.model_validate(point)  # the JSON of the side that started this worker
     t0 = time.perf_counter()
-    binding, cpus = place(point["numa_node"])
+    binding, cpus = place(point.numa_node)
     p = Protocol(**protocol)
-    latency = point["mode"] == "latency"
-    with threadpool_limits(point["threads"]):
+    latency = point.mode == "latency"
+    with threadpool_limits(point.threads):
         model, variant, cfg, backend, inputs = open_point(point, cpus)
         cfg = replace(cfg, options={**backend.turn_options, **cfg.options})
         with backend.prepare(variant.path, cfg) as session:
@@ -53,7 +55,7 @@ def serve(point: dict, protocol: dict, say, lines) -> None:
                     break
             say({
                 "settings": dict(session.settings), "binding": binding,
-                "software": software_versions(), "model": model_info(model, variant),
+                "software": software_versions(), "model": dump(model_info(model, variant)),
             })  # fmt: skip
 
 

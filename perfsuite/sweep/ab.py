@@ -25,8 +25,9 @@ from perfsuite.execute.executors import get_executor
 from perfsuite.execute.interpreter import Interpreter
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.measure import summarize
-from perfsuite.files import atomic_write_text, json_default
+from perfsuite.files import atomic_write_text
 from perfsuite.gate.paired import judge_ratios
+from perfsuite.records import Point
 
 
 @dataclass(frozen=True)
@@ -45,14 +46,23 @@ class Side:
                             label=f"side {self.name}")  # fmt: skip
 
 
-def measure(side: Side, point: dict, protocol: dict, timeout: float) -> dict:
-    """One fresh process of ``side`` measuring ``point``; its plain-data result."""
+@dataclass(frozen=True)
+class Measured:
+    """One side's measurement of a point in a round, and that side's framework versions."""
+
+    measurement: records.Measurement
+    software: dict
+
+
+def measure(side: Side, point: Point, protocol: dict, timeout: float) -> Measured:
+    """One fresh process of ``side`` measuring ``point``."""
     with side.executor(timeout) as executor:
-        return executor.run(point, protocol)
+        measured = executor.run(point, protocol)
+        return Measured(measured, executor.software)
 
 
-def measure_turns(a: Side, b: Side, point: dict, protocol: dict, turns: int, turn_s: float,
-                  r: int, timeout: float) -> dict:  # fmt: skip
+def measure_turns(a: Side, b: Side, point: Point, protocol: dict, turns: int, turn_s: float,
+                  r: int, timeout: float) -> dict[str, Measured]:  # fmt: skip
     """One call-interleaved round: a fresh worker per side, both opened and warmed up (one
     after the other, so neither warms up beside the other), one untimed turn each (the
     other's set-up left the caches cold), then ``turns`` timed turns each, the side that
@@ -83,24 +93,27 @@ def measure_turns(a: Side, b: Side, point: dict, protocol: dict, turns: int, tur
                 medians[side.name].append(float(np.median(got)))
         out = {}
         for name, w in workers.items():
-            final = w.ask("stop")
-            out[name] = {**final, "samples_s": samples[name], "setup_s": setup[name],
-                         "protocol": {"turns": turns, "turn_s": turn_s,
-                                      "turn_medians_s": medians[name]}}  # fmt: skip
+            final = w.ask("stop")  # the worker's JSON: settings, binding, software, model
+            measured = records.Measurement(
+                samples_s=samples[name], setup_s=setup[name], settings=final["settings"],
+                binding=final["binding"], model=final["model"],
+                protocol={"turns": turns, "turn_s": turn_s, "turn_medians_s": medians[name]},
+            )  # fmt: skip
+            out[name] = Measured(measured, final["software"])
         return out
 
 
-def round_ratio(a: dict, b: dict) -> float:
+def round_ratio(a: records.Measurement, b: records.Measurement) -> float:
     """B / A of one round. In turns: the median over turn pairs of B's turn median over A's,
     each pair timed within a second of each other. A median over the round's pooled calls
     would not do: when the host changes speed part way through a round (calls of 55 ms, then
     85 ms), each side's calls fall into two clusters and the pooled median of either side
     lands in one cluster or the other; such rounds read B/A from 0.85 to 1.45 on an A/A.
     Whole windows: the ratio of the two windows' medians."""
-    ta, tb = (x.get("protocol", {}).get("turn_medians_s") for x in (a, b))
+    ta, tb = (x.protocol.get("turn_medians_s") for x in (a, b))
     if ta and tb:
         return float(np.exp(np.median(np.log(np.asarray(tb) / np.asarray(ta)))))
-    return float(np.median(b["samples_s"]) / np.median(a["samples_s"]))
+    return float(np.median(b.samples_s) / np.median(a.samples_s))
 
 
 @dataclass
@@ -108,11 +121,11 @@ class AbRun:
     samples: dict = field(default_factory=lambda: {"a": {}, "b": {}})  # side -> id -> [s]
     medians: dict = field(default_factory=lambda: {"a": {}, "b": {}})  # side -> id -> [per round]
     ratios: dict = field(default_factory=dict)  # id -> [B / A per round]
-    last: dict = field(default_factory=lambda: {"a": {}, "b": {}})  # side -> id -> result
+    last: dict = field(default_factory=lambda: {"a": {}, "b": {}})  # side -> id -> Measured
     errors: dict = field(default_factory=dict)
 
 
-def run(points: list[dict], protocol: dict, a: Side, b: Side, rounds: int, *,
+def run(points: list[Point], protocol: dict, a: Side, b: Side, rounds: int, *,
         timeout: float, progress=None, out: AbRun | None = None, start: int = 0,
         turns: int = 0, turn_s: float = 0.01) -> AbRun:  # fmt: skip
     """Rounds ``start`` .. ``rounds - 1``, each measuring every point on both sides, into
@@ -128,7 +141,7 @@ def run(points: list[dict], protocol: dict, a: Side, b: Side, rounds: int, *,
     out = out or AbRun()
     for r in range(start, rounds):
         for p in points:
-            if p["id"] in out.errors:
+            if p.id in out.errors:
                 continue
             try:
                 if turns:
@@ -137,19 +150,21 @@ def run(points: list[dict], protocol: dict, a: Side, b: Side, rounds: int, *,
                     got = {s.name: measure(s, p, protocol, timeout)
                            for s in ((a, b) if r % 2 == 0 else (b, a))}  # fmt: skip
             except WorkerError as exc:
-                out.errors[p["id"]] = str(exc)
+                out.errors[p.id] = str(exc)
                 continue
             for name, res in got.items():
-                out.samples[name].setdefault(p["id"], []).extend(res["samples_s"])
-                out.medians[name].setdefault(p["id"], []).append(float(np.median(res["samples_s"])))
-                out.last[name][p["id"]] = res
-            out.ratios.setdefault(p["id"], []).append(round_ratio(got["a"], got["b"]))
+                samples = res.measurement.samples_s
+                out.samples[name].setdefault(p.id, []).extend(samples)
+                out.medians[name].setdefault(p.id, []).append(float(np.median(samples)))
+                out.last[name][p.id] = res
+            ratio = round_ratio(got["a"].measurement, got["b"].measurement)
+            out.ratios.setdefault(p.id, []).append(ratio)
             if progress:
-                progress(r, p["id"])
+                progress(r, p.id)
     return out
 
 
-def run_sequential(points: list[dict], protocol: dict, a: Side, b: Side, plan, cfg, *,
+def run_sequential(points: list[Point], protocol: dict, a: Side, b: Side, plan, cfg, *,
                    timeout: float, progress=None, on_look=None, turns: int = 0,
                    turn_s: float = 0.01) -> tuple[AbRun, list]:  # fmt: skip
     """Rounds in the groups of ``plan`` (``gate.paired.looks``), judged after each group;
@@ -158,7 +173,7 @@ def run_sequential(points: list[dict], protocol: dict, a: Side, b: Side, plan, c
     out, settled, done, verdicts = AbRun(), {}, 0, []
     last = len(plan.rounds)
     for k, (upto, alpha) in enumerate(zip(plan.rounds, plan.alphas, strict=True), start=1):
-        active = [p for p in points if p["id"] not in settled]
+        active = [p for p in points if p.id not in settled]
         run(active, protocol, a, b, upto, timeout=timeout, progress=progress, out=out,
             start=done, turns=turns, turn_s=turn_s)  # fmt: skip
         done = upto
@@ -172,35 +187,30 @@ def run_sequential(points: list[dict], protocol: dict, a: Side, b: Side, plan, c
     return out, verdicts
 
 
-def write(run_dir: Path, ab: AbRun, points: list[dict], hardware_class: str, verdicts) -> None:
+def write(run_dir: Path, ab: AbRun, points: list[Point], hardware_class: str, verdicts) -> None:
     """A normal run directory for each side (``<run>/a``, ``<run>/b``: every round's samples
     pooled, the round medians as session medians) and ``ab.json`` with the verdicts."""
     for side in ("a", "b"):
         for p in points:
-            pid = p["id"]
-            last = ab.last[side].get(pid)
+            last = ab.last[side].get(p.id)
             if last is None:
                 continue
-            samples = ab.samples[side][pid]
-            rec = {
-                **last,
-                "schema": records.RESULT,
-                "id": pid,
-                "point": p,
-                "hardware_class": hardware_class,
-                "timestamp": time.time(),
-                "status": "ok",
-                "error": None,
+            samples = ab.samples[side][p.id]
+            pooled = last.measurement.model_copy(update={
                 "samples_s": samples,
-                "session_medians_s": ab.medians[side][pid],
-                "stats": summarize(samples, items_per_call=p["batch"]),
+                "session_medians_s": ab.medians[side][p.id],
+                "stats": summarize(samples, items_per_call=p.batch),
                 "isolation": f"ab side {side}",
-            }
-            rec["interference"] = None  # per-round windows are in the rounds, not pooled
-            records.check_result(json.loads(json.dumps(rec, default=json_default)))
+                "interference": None,  # per-round windows are in the rounds, not pooled
+            })  # fmt: skip
+            result = records.Result.model_validate({
+                **records.dump(pooled), "id": p.id, "point": p, "software": last.software,
+                "hardware_class": hardware_class, "timestamp": time.time(), "status": "ok",
+                "error": None,
+            })  # fmt: skip
             atomic_write_text(
-                run_dir / side / "points" / f"{pid}.json",
-                json.dumps(rec, indent=1, default=json_default),
+                run_dir / side / "points" / f"{p.id}.json",
+                json.dumps(records.dump(result), indent=1),
             )
     atomic_write_text(
         run_dir / "ab.json",

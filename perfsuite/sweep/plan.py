@@ -16,7 +16,7 @@ from pathlib import Path
 from perfsuite.host.topology import Topology
 from perfsuite.prepare.backends import BACKENDS, get_backend
 from perfsuite.prepare.models import names as model_names
-from perfsuite.prepare.quantize import PRECISIONS
+from perfsuite.prepare import quantize  # quantize.PRECISIONS: read on each use (entry points)
 from perfsuite.records import SPARK_PATTERNS, Point, SparkSpec
 
 LIST_KEYS = ("models", "frameworks", "precisions", "threads", "numa_nodes", "batch", "mode")
@@ -157,7 +157,7 @@ def make_profile(name: str, raw: dict) -> Profile:
         lists[key] = [str(v) for v in value]
     _choices("model", lists["models"], model_names())
     _choices("framework", lists["frameworks"], list(BACKENDS))
-    _choices("precision", lists["precisions"], PRECISIONS)
+    _choices("precision", lists["precisions"], quantize.PRECISIONS)
     _choices("mode", lists["mode"], MODES)
     for t in lists["threads"]:
         if t not in ("auto", "all", "cores") and not (t.isdigit() and 1 <= int(t) <= MAX_COUNT):

@@ -122,8 +122,8 @@ class PerfSession:
         head["accuracy"] = records.dump(gate) if gate else None
         if not keep:
             head["remeasure"] = True
-        try:  # the worker contract is JSON: what comes back is read as a record here
-            measured = self.executor.run(records.dump(point), self.protocol())
+        try:
+            measured = records.dump(self.executor.run(point, self.protocol()))
         except WorkerError as exc:
             first = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
             measured = {"status": "error", "error": first, "error_detail": str(exc)}

@@ -2,5 +2,5 @@
 
 
 def test_sweep(perf_point, perf_run):
-    record = perf_run(perf_point)
-    assert record["stats"]["n"] >= 1 and record["stats"]["throughput_ips"] > 0
+    result = perf_run(perf_point)
+    assert result.stats.n >= 1 and result.stats.throughput_ips > 0
