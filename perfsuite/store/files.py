@@ -88,7 +88,8 @@ def read_run(path: Path) -> records.Run:
     try:  # every reader validates: a NaN sample must not become "unchanged +nan%"
         return records.Run(
             summary=records.load_run_summary(head, str(summary)),
-            results=[records.load_result(r, f"record {p}") for r, p in zip(raw, points, strict=True)],
+            results=[records.load_result(r, f"record {p}")
+                     for r, p in zip(raw, points, strict=True)],
             gate=None if gate is None else records.load_gate_report(gate, str(gate_file)),
             source=str(run_dir),
         )  # fmt: skip

@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from perfsuite.host.topology import Topology
+from perfsuite.prepare import quantize  # quantize.PRECISIONS: read on each use (entry points)
 from perfsuite.prepare.backends import BACKENDS, get_backend
 from perfsuite.prepare.models import names as model_names
-from perfsuite.prepare import quantize  # quantize.PRECISIONS: read on each use (entry points)
 from perfsuite.records import SPARK_PATTERNS, Point, SparkSpec
 
 LIST_KEYS = ("models", "frameworks", "precisions", "threads", "numa_nodes", "batch", "mode")
