@@ -304,20 +304,12 @@ def gen_gate() -> str:
 
 
 def _cli_modules():
-    names = ["perfsuite.cli", "perfsuite.cli_runs", "perfsuite.cli_db"]
-    mods = []
-    for name in names:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        mods.append(mod)
-        if hasattr(mod, "__path__"):  # perfsuite/cli/ as a package: its modules too
-            for info in pkgutil.iter_modules(mod.__path__, name + "."):
-                if not info.name.endswith(".__main__"):  # importing it would run the CLI
-                    mods.append(importlib.import_module(info.name))
+    """perfsuite.cli and its modules (one per verb, plus shared helpers)."""
+    cli = importlib.import_module("perfsuite.cli")
+    mods = [cli]
+    for info in pkgutil.iter_modules(cli.__path__, "perfsuite.cli."):
+        if not info.name.endswith(".__main__"):  # importing it would run the CLI
+            mods.append(importlib.import_module(info.name))
     return mods
 
 
