@@ -249,10 +249,10 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "baseline",
         {
-            "type": Path,
-            "default": Path("baselines"),
-            "help": "baseline directory (<dir>/<hardware-class>/<profile>.json) "
-            "(default: baselines)",
+            "default": "baselines",
+            "metavar": "DIR_OR_URL",
+            "help": "where baselines are kept: a directory (<dir>/<hardware-class>/<profile>.json)"
+            ", file://DIR, sqlite:///FILE or postgresql+psycopg://... (default: baselines)",
         },
         verbs=("qualify",),
         aliases=("--baselines",),

@@ -24,7 +24,7 @@ from perfsuite.host.topology import read_topology
 from perfsuite.options import OPTIONS, PLUGIN, add_options
 from perfsuite.prepare import cache
 from perfsuite.prepare.backends import software_versions
-from perfsuite.store import database
+from perfsuite.store import StoreError, database, open_store, scheme_of
 from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
 from perfsuite.sweep.session import PerfSession
 
@@ -85,7 +85,9 @@ def pytest_configure(config):
 
 # Options whose value is a path: "--perf-out DIR" in two words can steal pytest's rootdir.
 PATH_OPTIONS = tuple(
-    o.flags(PLUGIN)[0] for o in OPTIONS if o.plugin and o.kwargs.get("type") is Path
+    o.flags(PLUGIN)[0]
+    for o in OPTIONS
+    if o.plugin and (o.kwargs.get("type") is Path or o.name == "baseline")  # a folder or a URL
 )
 
 
@@ -144,8 +146,9 @@ def _check_outputs(config) -> None:
     """Output locations are checked before anything is measured, not after (a read-only
     --perf-out used to fail with a traceback once every point had run)."""
     checks = [(config.getoption("perf_out"), "--perf-out")]
-    if config.getoption("perf_save_baseline"):
-        checks.append((config.getoption("perf_baseline"), "--perf-baseline"))
+    baseline = config.getoption("perf_baseline")
+    if config.getoption("perf_save_baseline") and scheme_of(baseline) == "file":
+        checks.append((baseline.removeprefix("file://"), "--perf-baseline"))
     if os.environ.get(cache.ENV):
         checks.append((os.environ[cache.ENV], cache.ENV))
     try:
@@ -161,13 +164,13 @@ def history_url(config) -> str | None:
 
 
 def _check_store(config) -> None:
-    """Open (and migrate) the history store before measuring: a bad URL is a usage error."""
-    url = history_url(config)
-    if url is None:
-        return
+    """Open (and migrate) the stores before measuring: a bad URL is a usage error."""
+    baseline = config.getoption("perf_baseline")
+    urls = [history_url(config), None if scheme_of(baseline) == "file" else baseline]
     try:
-        database.open_history(url)
-    except database.StoreError as exc:
+        for url in filter(None, urls):
+            open_store(url).close()
+    except StoreError as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
 
 

@@ -625,3 +625,30 @@ def test_a_path_option_in_two_words_cannot_take_the_rootdir(sweep, tmp_path_fact
     assert "Traceback" not in err
     r = sweep.runpytest("--perf-plan", f"--perf-out={outside}")
     assert r.ret == 0, r.stderr.str()
+
+
+def test_a_baseline_kept_in_a_database_is_saved_and_gated_against(sweep, tmp_path):
+    """--perf-baseline takes a store URL as it takes a folder: the baseline is saved into the
+    database, the next run is gated against it, and `perfsuite compare` reads it from there."""
+    from perfsuite.store import open_store
+    from perfsuite.store.files import read_run
+
+    url = f"sqlite:///{tmp_path}/history.db"
+    args = [*FAST, "--perf-numa-nodes", "none", "--perf-precisions", "fp32", "--perf-baseline", url]
+    r = sweep.runpytest(*args, "--perf-save-baseline", "--perf-out", str(tmp_path / "first"))
+    assert r.ret == 0 and f"baseline saved: {url}" in r.stdout.str(), r.stdout.str()
+    (first,) = (tmp_path / "first").iterdir()
+    hw = read_run(first).summary.fingerprint.hardware_class
+    assert list(open_store(url).load_baseline(hw, "smoke").entries) == [
+        "small_cnn-onnxruntime-fp32-t1-unbound-b1"
+    ]
+    r = sweep.runpytest(*args, "--perf-out", str(tmp_path / "second"))
+    out = r.stdout.str()
+    assert r.ret == 0 and f"baseline: {url} (baseline {hw}/smoke)" in out, out
+    (run_dir,) = (tmp_path / "second").iterdir()
+    p = subprocess.run([sys.executable, "-m", "perfsuite.cli", "compare", url, str(run_dir)],
+                       capture_output=True, text=True)  # fmt: skip
+    assert p.returncode in (0, 1) and "verdicts:" in p.stdout, p.stdout + p.stderr
+    bad = sweep.runpytest(*FAST, "--perf-baseline", "mongodb://x/y", "--perf-plan")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert "unknown scheme 'mongodb'" in bad.stderr.str()

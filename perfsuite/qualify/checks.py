@@ -24,6 +24,7 @@ from perfsuite.host.fingerprint import fingerprint
 from perfsuite.host.topology import read_topology
 from perfsuite.prepare.backends import software_versions
 from perfsuite.records import Check
+from perfsuite.store import scheme_of
 from perfsuite.sweep.finish import FinishOptions, finish
 from perfsuite.sweep.plan import load_profiles, select_profile
 from perfsuite.sweep.session import PerfSession
@@ -318,7 +319,7 @@ def run_inference(
         Path(out_dir).resolve() / "results",
         read_topology("/"),
         fingerprint("/", frameworks=software_versions()),
-        baselines=Path(baselines).resolve(),
+        baselines=baselines if scheme_of(str(baselines)) != "file" else Path(baselines).resolve(),
     )
     try:
         for point in session.points():
