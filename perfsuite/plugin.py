@@ -17,7 +17,6 @@ import pytest
 
 from perfsuite import kernels, records
 from perfsuite.execute.interference import busiest_processes
-from perfsuite.files import NotWritable, check_writable_dir
 from perfsuite.gate.config import GateConfigError, load_gate_config
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.host.topology import read_topology
@@ -27,6 +26,7 @@ from perfsuite.prepare.backends import software_versions
 from perfsuite.store import StoreError, database, open_store, scheme_of
 from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
 from perfsuite.sweep.session import PerfSession
+from perfsuite.writing import NotWritable, check_writable_dir
 
 SESSION = pytest.StashKey["object"]()
 GATE = pytest.StashKey["object"]()

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
-from perfsuite.files import NotWritable, check_writable_dir
 from perfsuite.gate.paired import looks
 from perfsuite.gate.statistics import GateConfig
 from perfsuite.host.fingerprint import fingerprint
@@ -18,6 +17,7 @@ from perfsuite.kernels import cpu_features
 from perfsuite.options import add_options
 from perfsuite.sweep import ab, ab_report
 from perfsuite.sweep.plan import PlanError, expand, load_profiles, select_profile
+from perfsuite.writing import NotWritable, check_writable_dir
 
 INPUT_ERRORS: tuple[type[Exception], ...] = ()
 

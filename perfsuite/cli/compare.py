@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 
 from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
-from perfsuite.files import NotWritable, check_writable_dir
 from perfsuite.gate.config import GateConfigError, load_gate_config
 from perfsuite.gate.judge import judge
 from perfsuite.gate.report import terminal, write_all
 from perfsuite.options import add_options
 from perfsuite.store.baseline import BaselineError
 from perfsuite.sweep.compare import load_sides
+from perfsuite.writing import NotWritable, check_writable_dir
 
 INPUT_ERRORS: tuple[type[Exception], ...] = ()
 

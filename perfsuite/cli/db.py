@@ -12,13 +12,13 @@ from pathlib import Path
 
 from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.cli.tables import fleet_table, table
-from perfsuite.files import atomic_write_text
 from perfsuite.fleet import scoring as fleet
 from perfsuite.history.changes import detect
 from perfsuite.history.trends import render
 from perfsuite.options import add_options, fraction, positive_float, positive_int
 from perfsuite.qualify.checks import make_reference
 from perfsuite.store.database import StoreError, open_history
+from perfsuite.writing import atomic_write_text
 
 INPUT_ERRORS: tuple[type[Exception], ...] = (StoreError, fleet.FleetError)
 METRICS = ["latency_median_ms", "latency_p90_ms", "latency_p99_ms", "throughput_ips"]

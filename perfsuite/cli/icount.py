@@ -9,8 +9,8 @@ from pathlib import Path
 
 from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.execute import instructions as ic
-from perfsuite.files import atomic_write_text
 from perfsuite.options import csv
+from perfsuite.writing import atomic_write_text
 
 INPUT_ERRORS: tuple[type[Exception], ...] = ()
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.cli.tables import fleet_table
 from perfsuite.execute.isolation import WorkerError
-from perfsuite.files import NotWritable, atomic_write_text, check_writable_dir
 from perfsuite.fleet import scoring as fleet
 from perfsuite.fleet.fan_out import FleetUsageError
 from perfsuite.fleet.qualification import qualify_fleet
@@ -23,6 +22,7 @@ from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks as qualify
 from perfsuite.qualify.here import qualify_here
 from perfsuite.store.database import StoreError, open_history
+from perfsuite.writing import NotWritable, atomic_write_text, check_writable_dir
 
 INPUT_ERRORS: tuple[type[Exception], ...] = (StoreError, fleet.FleetError)
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.execute.isolation import WorkerError
-from perfsuite.files import NotWritable, check_writable_dir
 from perfsuite.fleet.fan_out import FleetUsageError
 from perfsuite.fleet.scoring import FleetError
 from perfsuite.fleet.sweep import compare_hosts, sweep_fleet
@@ -16,6 +15,7 @@ from perfsuite.options import add_options
 from perfsuite.store.database import StoreError, open_history
 from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
 from perfsuite.sweep.report import sweep_table
+from perfsuite.writing import NotWritable, check_writable_dir
 
 INPUT_ERRORS: tuple[type[Exception], ...] = (StoreError, FleetError)
 

@@ -10,13 +10,13 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfsuite.files import atomic_write_text
 from perfsuite.fleet.fan_out import run_on_hosts
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks
 from perfsuite.qualify.here import qualify_here
 from perfsuite.store.database import open_history
+from perfsuite.writing import atomic_write_text
 
 
 def qualify_task(payload: dict) -> dict:

@@ -14,10 +14,10 @@ from xml.etree import ElementTree as ET
 
 from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend to choose
 
-from perfsuite.files import atomic_write_text, json_default
 from perfsuite.gate.judge import Comparison, Verdict
 from perfsuite.gate.statistics import thread_group
 from perfsuite.records import load_gate_report
+from perfsuite.writing import atomic_write_text, json_default
 
 
 def _fmt_change(v: Verdict) -> str:

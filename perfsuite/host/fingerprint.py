@@ -142,7 +142,7 @@ def collect_numa(topo: Topology) -> dict:
 def _hypervisor(reader: Reader, flags: frozenset[str], host: bool) -> str | None:
     if host:
         try:
-            from perfsuite import _kernels
+            from perfsuite import _kernels  # the compiled extension: absent in an unbuilt checkout
 
             vendor = _kernels.hypervisor_vendor()
             if vendor:
@@ -235,7 +235,7 @@ def collect_software() -> dict:
 
 def collect_kernels() -> dict:
     try:
-        from perfsuite import kernels
+        from perfsuite import kernels  # loads the compiled extension: absent when unbuilt
 
         return {"kernels.isa": kernels.isa()}
     except (ImportError, ValueError) as exc:

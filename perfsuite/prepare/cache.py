@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from perfsuite.files import atomic_write_bytes, atomic_write_text  # noqa: F401 (zoo uses bytes)
+from perfsuite.writing import atomic_write_bytes, atomic_write_text  # noqa: F401 (zoo uses bytes)
 
 ENV = "PERFSUITE_CACHE"
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import time
 
-from perfsuite.files import json_default
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.host.topology import read_topology
 from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks as qualify
 from perfsuite.records import load_qualification
+from perfsuite.writing import json_default
 
 
 def qualify_here(

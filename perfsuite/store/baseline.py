@@ -22,7 +22,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from perfsuite import records
-from perfsuite.files import atomic_write_text
+from perfsuite.writing import atomic_write_text
 
 SCHEMA = records.BASELINE
 LOCK_TIMEOUT_S = 600.0  # another run's save takes well under a second; a stuck lock is named

@@ -17,9 +17,9 @@ import json
 from pathlib import Path
 
 from perfsuite import records
-from perfsuite.files import atomic_write_text
 from perfsuite.store import baseline as baseline_file
 from perfsuite.store.baseline import BaselineError, Saved
+from perfsuite.writing import atomic_write_text
 
 SUMMARY = "summary.json"
 

@@ -25,9 +25,9 @@ from perfsuite.execute.executors import get_executor
 from perfsuite.execute.interpreter import Interpreter
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.measure import summarize
-from perfsuite.files import atomic_write_text
 from perfsuite.gate.paired import judge_ratios
 from perfsuite.records import Point
+from perfsuite.writing import atomic_write_text
 
 
 @dataclass(frozen=True)

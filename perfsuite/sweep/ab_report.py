@@ -10,8 +10,8 @@ from pathlib import Path
 from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend to choose
 from matplotlib.ticker import PercentFormatter
 
-from perfsuite.files import atomic_write_text
 from perfsuite.gate.report import png
+from perfsuite.writing import atomic_write_text
 
 
 def _plot(verdicts) -> str | None:

@@ -14,7 +14,6 @@ import numpy as np
 
 from perfsuite import records
 from perfsuite.execute import instructions as ic
-from perfsuite.files import atomic_write_text, json_default
 from perfsuite.gate.judge import (
     Comparison,
     Remeasure,
@@ -30,6 +29,7 @@ from perfsuite.history.trends import figures
 from perfsuite.store import BaselineError, StoreError, open_store
 from perfsuite.store.database import HistoryStore
 from perfsuite.sweep import run_report
+from perfsuite.writing import atomic_write_text, json_default
 
 
 @dataclass(frozen=True)

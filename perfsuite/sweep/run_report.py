@@ -11,12 +11,12 @@ from pathlib import Path
 
 from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend to choose
 
-from perfsuite.files import atomic_write_text
 from perfsuite.gate.report import png
 from perfsuite.prepare import models, quantize
 from perfsuite.prepare.diagnose import diagnose
 from perfsuite.records import Point, Result
 from perfsuite.sweep.report import contaminated, speed_lines, sweep_table, table_key
+from perfsuite.writing import atomic_write_text
 
 
 @dataclass

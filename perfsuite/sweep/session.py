@@ -22,13 +22,13 @@ from perfsuite import records
 from perfsuite.execute.executors import DEFAULT, get_executor
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.spark import java_problem
-from perfsuite.files import json_default
 from perfsuite.kernels import cpu_features
 from perfsuite.prepare import accuracy, models, quantize
 from perfsuite.prepare.backends import BACKENDS
 from perfsuite.store import Store, open_store
 from perfsuite.store.files import RunDir
 from perfsuite.sweep.plan import Point, Profile, article_threads, expand
+from perfsuite.writing import json_default
 
 RESULT_SCHEMA = records.RESULT
 
