@@ -346,7 +346,7 @@ def pytest_terminal_summary(terminalreporter, config):
     tr = terminalreporter
     tr.section(
         f"perfsuite sweep: profile {session.profile.name} on "
-        f"{session.fingerprint['hardware_class']}"
+        f"{session.fingerprint.hardware_class}"
     )
     outcome = config.stash.get(OUTCOME, None)
     for line in outcome.report_lines if outcome is not None else []:

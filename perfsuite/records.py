@@ -68,7 +68,7 @@ class SparkSpec(_Record):
 
 class Point(_Record):
     """One benchmark point: what the sweep plans, the executors measure and every record
-    names. The id is derived from the fields (``id_of``) and checked when read."""
+    names. The id is derived from the fields (``point_id``) and checked when read."""
 
     model: str
     framework: str
@@ -87,14 +87,14 @@ class Point(_Record):
     def _fill_id(cls, data: Any) -> Any:
         if isinstance(data, dict) and not data.get("id"):
             try:
-                return {**data, "id": id_of(data)}
+                return {**data, "id": point_id(data)}
             except (KeyError, TypeError, AttributeError):
                 return data  # validation names what is missing
         return data
 
     @model_validator(mode="after")
     def _id_matches(self):
-        want = id_of(self)
+        want = point_id(self)
         if self.id != want:
             raise ValueError(f"id {self.id!r} does not match the point's fields ({want!r})")
         return self
@@ -103,12 +103,8 @@ class Point(_Record):
         """A copy with ``changes``, validated, its id derived anew."""
         return Point.model_validate({**self.model_dump(exclude_unset=True), **changes, "id": ""})
 
-    @property
-    def node_label(self) -> str:
-        return "unbound" if self.numa_node is None else f"node{self.numa_node}"
 
-
-def id_of(p) -> str:
+def point_id(p) -> str:
     """The one spelling of a point's id from its fields. Spark points say so, with pattern
     and slots x CPUs: ``...-spark_partition-2x1-b32``."""
     get = p.get if isinstance(p, dict) else lambda k: getattr(p, k)
@@ -116,7 +112,7 @@ def id_of(p) -> str:
     head = f"{get('model')}-{get('framework')}-{get('precision')}"
     spark = get("spark")
     if spark:
-        spark = spark if isinstance(spark, dict) else _fields_of(spark)
+        spark = spark if isinstance(spark, dict) else spark.model_dump()
         where = f"spark_{spark['pattern']}-{spark['slots']}x{spark['cpus_per_task']}"
         where += "" if get("numa_node") is None else f"-{node}"
         return f"{head}-{where}-b{get('batch')}"
@@ -124,11 +120,6 @@ def id_of(p) -> str:
     return f"{head}-t{get('threads')}-{node}-b{get('batch')}{suffix}"
 
 
-def _fields_of(record: BaseModel) -> dict:
-    return {name: getattr(record, name) for name in type(record).model_fields}
-
-
-point_id = id_of  # the name older callers use
 
 
 class Stats(_Record):
@@ -336,8 +327,17 @@ class Fingerprint(BaseModel):
     python_executable: str | None = None
 
     def as_dict(self) -> dict:
-        """What the gate and the reports read: the fields, their classes, the class."""
+        """The JSON form (a run's summary, a qualification report, ``perfsuite info``)."""
         return self.model_dump(by_alias=True, exclude_unset=True)
+
+    @property
+    def software(self) -> dict:
+        """The software versions among the fields (``software.*``)."""
+        return {k: v for k, v in self.fields.items() if k.startswith("software.")}
+
+    def on_host(self, hostname: str) -> Fingerprint:
+        """This fingerprint as measured on ``hostname`` (loopback fleet "hosts" share one)."""
+        return self.model_copy(update={"fields": {**self.fields, "os.hostname": hostname}})
 
 
 class InstructionCounts(_Record):
@@ -564,12 +564,6 @@ def _load(model: type[BaseModel], kind: str, data: Any, source: str) -> BaseMode
         return model.model_validate(data)
     except ValidationError as exc:
         raise RecordError(f"{source} is not a valid {CURRENT[kind]}: {_one_line(exc)}") from None
-
-
-def check_result(record: dict, source: str = "record") -> dict:
-    """Validate a record about to be written; returns it unchanged (as a plain dict)."""
-    load_result(record, source)
-    return record
 
 
 def dump(record: BaseModel) -> dict:

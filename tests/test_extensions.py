@@ -109,7 +109,7 @@ def _profile():
 
 
 def _fingerprint() -> dict:
-    return {"hardware_class": "test-host", "fields": {}}
+    return {"hardware_class": "test-host", "fields": {}, "classes": {}}
 
 
 def _records(out) -> dict:

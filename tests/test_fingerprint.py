@@ -11,11 +11,11 @@ from perfsuite.prepare.backends import software_versions
 
 def test_every_field_is_classified():
     fp = fingerprint("/", frameworks=software_versions())
-    assert "software.onnxruntime" in fp["fields"] and "software.openvino" in fp["fields"]
-    assert set(fp["fields"]) - set(FIELD_CLASSES) <= {
-        k for k in fp["fields"] if k.startswith("software.")
+    assert "software.onnxruntime" in fp.fields and "software.openvino" in fp.fields
+    assert set(fp.fields) - set(FIELD_CLASSES) <= {
+        k for k in fp.fields if k.startswith("software.")
     }
-    assert set(fp["classes"].values()) <= {"must_match", "tolerance", "informational"}
+    assert set(fp.classes.values()) <= {"must_match", "tolerance", "informational"}
 
 
 def test_frequency_and_memory_never_must_match():
@@ -72,17 +72,17 @@ def test_intel_by_flags_uses_archspec():
 
 def test_kvm_guest_fingerprint(host_tree):
     fp = fingerprint(host_tree("kvm-zen3-2vcpu"), software=False)
-    f = fp["fields"]
-    assert fp["schema"] == SCHEMA
+    f = fp.fields
+    assert fp.schema_ == SCHEMA
     assert f["cpu.microarchitecture"] == "zen3"
     assert f["os.hypervisor"] == "yes (vendor unknown)"
     assert f["os.thp_enabled"] == "madvise" and f["os.numa_balancing"] is False
-    assert fp["hardware_class"] == "amd-zen3-2c-1n"
+    assert fp.hardware_class == "amd-zen3-2c-1n"
 
 
 def test_epyc7763_fingerprint(host_tree):
     fp = fingerprint(host_tree("epyc7763-2s-nps4"), software=False)
-    f = fp["fields"]
+    f = fp.fields
     assert f["cpu.model_name"] == "AMD EPYC 7763 64-Core Processor"
     assert f["cpu.microarchitecture"] == "zen3"
     assert (f["cpu.sockets"], f["cpu.physical_cores"], f["cpu.smt"]) == (2, 128, True)
@@ -97,11 +97,11 @@ def test_epyc7763_fingerprint(host_tree):
     )
     assert f["freq.max_mhz"] == pytest.approx(3529.052)
     assert f["os.hypervisor"] == "none" and f["os.thp_enabled"] == "always"
-    assert fp["hardware_class"] == "amd-zen3-128c-8n-smt2"
+    assert fp.hardware_class == "amd-zen3-128c-8n-smt2"
 
 
 def test_epyc9654_fingerprint(host_tree):
-    f = fingerprint(host_tree("epyc9654-1s-nps1"), software=False)["fields"]
+    f = fingerprint(host_tree("epyc9654-1s-nps1"), software=False).fields
     assert f["cpu.microarchitecture"] == "zen4"
     assert f["isa.avx512f"] and f["isa.avx512_vnni"] and f["isa.avx512_bf16"]
     assert f["cache.l3_domain_count"] == 12 and f["cache.l2_bytes"] == 1 << 20
@@ -110,12 +110,12 @@ def test_epyc9654_fingerprint(host_tree):
 
 def test_broken_tree_fingerprint(host_tree):
     fp = fingerprint(host_tree("broken-container"), software=False)
-    f = fp["fields"]
+    f = fp.fields
     assert f["cpu.microarchitecture"] == "zen3"  # family 25 model 0x21: Vermeer
     assert f["cpu.offline"] == "0" and f["cpu.online_count"] == 3
     assert f["numa.node_count"] is None and f["os.thp_enabled"] is None
-    assert any("numa.node_count" in n for n in fp["notes"])
-    assert fp["hardware_class"] == "amd-zen3-3c-xn"
+    assert any("numa.node_count" in n for n in fp.notes)
+    assert fp.hardware_class == "amd-zen3-3c-xn"
 
 
 def test_hardware_class_is_readable():

@@ -83,7 +83,7 @@ def _measurements(nodes, bw, peak=78.0):
 
 
 def _fields(host_tree, name):
-    return fingerprint(host_tree(name), software=False)["fields"]
+    return fingerprint(host_tree(name), software=False).fields
 
 
 def test_7763_passes_with_expected_measurements(host_tree):
@@ -212,9 +212,9 @@ def test_reference_from_medians_passes_the_measurements_it_came_from(host_tree):
     assert ref["bandwidth_gbs_per_node"]["expected"] == 39.0
     assert ref["fma_gflops_per_core"]["expected"] == 77.0
     assert ref["topology"]["numa.node_count"] == 8
-    assert ref["hardware_class"] == fp["hardware_class"]
+    assert ref["hardware_class"] == fp.hardware_class
     assert ref["saved"]["date"] == "2026-12-02"
-    checks = qualify.evaluate(fp["fields"], runs[0], ref)
+    checks = qualify.evaluate(fp.fields, runs[0], ref)
     assert qualify.verdict(checks) in ("PASS", "WARN")
     assert not [c for c in checks if c.status == "FAIL"]
 

@@ -143,7 +143,7 @@ def _checked(measured: records.Measurement, point: dict) -> dict:
         "status": "ok",
         **records.dump(measured),
     }
-    records.check_result(json.loads(json.dumps(rec)))
+    records.load_result(json.loads(json.dumps(rec)))
     return rec
 
 

@@ -85,9 +85,9 @@ def cmd_ab(args) -> int:
     fp = fingerprint("/")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = Path(args.out) / f"{stamp}-ab"
-    ab.write(run_dir, result, points, fp["hardware_class"], verdicts)
+    ab.write(run_dir, result, points, fp.hardware_class, verdicts)
     ab_report.write(run_dir, verdicts, sides[0].describe(), sides[1].describe(),
-                    fp["hardware_class"])  # fmt: skip
+                    fp.hardware_class)  # fmt: skip
     head = f"{'verdict':<10} {'B/A-1':>8} {'95% CI':>19} {'p (Holm)':>9} {'alpha':>7} rounds"
     print(f"{head}  benchmark")
     for v in verdicts:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.execute import instructions as ic
+from perfsuite.gate.judge import judge_counts
 from perfsuite.options import csv
 from perfsuite.writing import atomic_write_text
 
@@ -53,7 +54,7 @@ def cmd_icount(args) -> int:
         for pid, n in counts.items():
             print(f"{pid:<24} {n:>16,d} instructions ({ic.ISA}, valgrind)")
         return EXIT_OK
-    rows = ic.compare({k: v for k, v in base.items() if k in counts}, counts, args.threshold)
+    rows = judge_counts({k: v for k, v in base.items() if k in counts}, counts, args.threshold)
     print("\n".join(ic.table(rows)))
     return EXIT_FAIL if any(r[4] == "regressed" for r in rows) else EXIT_OK
 

@@ -12,6 +12,7 @@ from rich.table import Table
 from perfsuite.cli import EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.prepare.backends import software_versions
+from perfsuite.records import Fingerprint
 
 INPUT_ERRORS: tuple[type[Exception], ...] = ()
 
@@ -42,20 +43,20 @@ def _fmt_field(key: str, value) -> str:
     return _fmt(value)
 
 
-def print_info(fp: dict) -> None:
+def print_info(fp: Fingerprint) -> None:
     console = Console()
-    table = Table(title=f"perfsuite host fingerprint - class {fp['hardware_class']}")
+    table = Table(title=f"perfsuite host fingerprint - class {fp.hardware_class}")
     table.add_column("field")
     table.add_column("value")
     table.add_column("class", style="dim")
-    isa = [k[4:] for k, v in fp["fields"].items() if k.startswith("isa.") and v]
-    for key, value in fp["fields"].items():
+    isa = [k[4:] for k, v in fp.fields.items() if k.startswith("isa.") and v]
+    for key, value in fp.fields.items():
         if key.startswith("isa."):
             continue
-        table.add_row(key, _fmt_field(key, value), fp["classes"].get(key, ""))
+        table.add_row(key, _fmt_field(key, value), fp.classes.get(key, ""))
     table.add_row("isa (flags present)", ", ".join(isa) or "none", "must_match")
     console.print(table)
-    for note in fp["notes"]:
+    for note in fp.notes or []:
         console.print(f"note: {note}", style="yellow")
 
 
@@ -72,7 +73,7 @@ def cmd_info(args) -> int:
         return EXIT_USAGE
     fp = fingerprint(args.root, frameworks=software_versions())
     if args.json:
-        json.dump(fp, sys.stdout, indent=2)
+        json.dump(fp.as_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print_info(fp)

@@ -58,7 +58,7 @@ def cmd_qualify(args) -> int:
             quick=args.quick,
             reference=None
             if args.no_reference or args.save_reference
-            else qualify.load_reference(args.reference, fp["hardware_class"]),
+            else qualify.load_reference(args.reference, fp.hardware_class),
             repeats=args.repeats if args.save_reference else 1,
             inference=(args.out, args.baseline, args.inference_profile) if args.inference else None,
             fp=fp,
@@ -73,11 +73,11 @@ def cmd_qualify(args) -> int:
         )
     elapsed = time.perf_counter() - t0
     against = f"'{ref['sku']}'" if ref else "no reference (checks that need one are WARN)"
-    print(f"qualification of {fp['hardware_class']} against {against}: {result} ({elapsed:.0f} s)")
+    print(f"qualification of {fp.hardware_class} against {against}: {result} ({elapsed:.0f} s)")
     out = Path(args.out)
     atomic_write_text(out / "qualification.json", json.dumps(report, indent=1))
     atomic_write_text(
-        out / "qualification.html", qualify.html(checks, f"qualification of {fp['hardware_class']}")
+        out / "qualification.html", qualify.html(checks, f"qualification of {fp.hardware_class}")
     )
     print(f"reports: {out / 'qualification.json'}, {out / 'qualification.html'}")
     if args.save_reference:

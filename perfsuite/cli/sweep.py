@@ -46,7 +46,7 @@ def cmd_sweep(args) -> int:
         return EXIT_FAIL
     failed = bool(fleet.errors)
     for host in sorted(fleet.records):
-        cls = fleet.fingerprints[host]["hardware_class"]
+        cls = fleet.fingerprints[host].hardware_class
         print(f"== {host} ({cls}): {fleet.runs[host]}")
         sweep_table(print, fleet.records[host], hardware_class=cls)
         for pid, why in sorted(fleet.skipped[host].items()):

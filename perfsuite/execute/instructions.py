@@ -27,7 +27,6 @@ import tempfile
 from dataclasses import dataclass
 
 ISA = "avx2"
-THRESHOLD = 0.01  # a kernel change that adds 1% of instructions is a regression
 
 
 @dataclass(frozen=True)
@@ -177,30 +176,8 @@ def count_all(points=None, *, block: str = "") -> dict[str, int]:
     return {p.id: count(p, block=block) for p in (POINTS if points is None else points)}
 
 
-def compare(base: dict[str, int], cur: dict[str, int], threshold: float = THRESHOLD) -> list:
-    """(id, base, current, change, verdict) per id: regressed above +threshold, improved
-    below -threshold; counts are exact, so no statistics."""
-    rows = []
-    for pid in sorted(set(base) | set(cur)):
-        if pid not in base or pid not in cur:
-            rows.append(
-                (pid, base.get(pid), cur.get(pid), None, "new" if pid in cur else "missing")
-            )
-            continue
-        change = cur[pid] / base[pid] - 1
-        verdict = (
-            "regressed"
-            if change > threshold
-            else "improved"
-            if change < -threshold
-            else "unchanged"
-        )
-        rows.append((pid, base[pid], cur[pid], change, verdict))
-    return rows
-
-
 def table(rows: list) -> list[str]:
-    """``compare``'s rows as aligned lines, a header first."""
+    """``gate.judge.judge_counts``' rows as aligned lines, a header first."""
     lines = [f"{'verdict':<10} {'change':>9} {'base':>16} {'current':>16}  point"]
     for pid, b, c, change, verdict in rows:
         ch = f"{change:+.3%}" if change is not None else "-"

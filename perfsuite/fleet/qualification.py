@@ -25,7 +25,7 @@ def qualify_task(payload: dict) -> dict:
     fp = fingerprint("/", frameworks=software_versions())
     ref = payload["reference"]
     if ref is None and not payload["no_reference"]:
-        ref = checks.load_reference(None, fp["hardware_class"])
+        ref = checks.load_reference(None, fp.hardware_class)
     report, found, _ = qualify_here(quick=payload["quick"], reference=ref, fp=fp)
     return {"report": report, "html": checks.html(found, f"qualification of {payload['label']}")}
 

@@ -45,7 +45,7 @@ def sweep_task(payload: dict) -> dict:
         finally:
             session.close()
         return {
-            "fingerprint": session.fingerprint,
+            "fingerprint": session.fingerprint.as_dict(),
             "records": [records.dump(res) for res in results],
             "skipped": {p.id: p.skip for p in points if p.skip},
         }
@@ -57,7 +57,7 @@ def sweep_task(payload: dict) -> dict:
 class FleetSweep:
     runs: dict[str, Path]  # host -> its run directory
     records: dict[str, list[records.Result]]
-    fingerprints: dict[str, dict]
+    fingerprints: dict[str, records.Fingerprint]
     skipped: dict[str, dict]
     errors: dict[str, str]
 
@@ -82,15 +82,15 @@ def sweep_fleet(
         if r.error or not r.value:
             fleet.errors[r.host] = r.error or "no result"
             continue
-        fp = r.value["fingerprint"]
+        # the host's JSON, read as records; loopback "hosts" share a hostname
+        fp = records.Fingerprint.model_validate(r.value["fingerprint"]).on_host(r.host)
         results = [records.load_result(d, f"{r.host}: {d.get('id')}") for d in r.value["records"]]
-        fp["fields"]["os.hostname"] = r.host  # loopback "hosts" share a hostname
         run = RunDir(out / r.host.replace("/", "_"), profile.name)
-        for rec in results:
-            run.write_result(rec)
         if results:
-            run.write_summary(run_summary(profile.as_dict(), fp, results))
-            store.import_run(run.path)
+            done = records.Run(summary=run_summary(profile.as_dict(), fp, results),
+                               results=results, source=str(run.path))  # fmt: skip
+            run.write(done)
+            store.add_run(done)
         fleet.runs[r.host] = run.path
         fleet.records[r.host] = results
         fleet.fingerprints[r.host] = fp

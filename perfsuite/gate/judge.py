@@ -70,7 +70,7 @@ class Side:
     """One side of a comparison: samples (seconds per call) per point id, and what the gate
     needs to know about them."""
 
-    fingerprint: Mapping  # fields, classes, hardware_class
+    fingerprint: records.Fingerprint  # (its JSON is read into one)
     samples: Mapping[str, np.ndarray]
     source: str
     errors: Mapping[str, str] = field(default_factory=dict)
@@ -78,8 +78,12 @@ class Side:
     runs: Mapping[str, list[float]] = field(default_factory=dict)  # baseline: run medians
     contaminated: Mapping[str, str] = field(default_factory=dict)  # id -> what disturbed it
 
+    def __post_init__(self):
+        fp = records.Fingerprint.model_validate(self.fingerprint)
+        object.__setattr__(self, "fingerprint", fp)
+
     @classmethod
-    def of_results(cls, fingerprint: Mapping, results, source: str = "this run") -> Side:
+    def of_results(cls, fingerprint, results, source: str = "this run") -> Side:
         ok = [r for r in results if r.ok]
         return cls(
             fingerprint,
@@ -92,11 +96,7 @@ class Side:
 
     @classmethod
     def of_baseline(cls, baseline: records.Baseline, source: str) -> Side:
-        fp = {
-            "fields": baseline.fingerprint.fields,
-            "classes": baseline.fingerprint.classes,
-            "hardware_class": baseline.hardware_class,
-        }
+        fp = baseline.fingerprint.model_copy(update={"hardware_class": baseline.hardware_class})
         entries = baseline.entries
         return cls(
             fp,
@@ -378,7 +378,7 @@ def judge(
     cfg = cfg or GateConfig()
     rules = default_rules() if rules is None else rules
     must, notes, software = compare_fingerprints(base.fingerprint, cur.fingerprint)
-    hw_b, hw_c = base.fingerprint.get("hardware_class"), cur.fingerprint.get("hardware_class")
+    hw_b, hw_c = base.fingerprint.hardware_class, cur.fingerprint.hardware_class
     if hw_b != hw_c:
         must.setdefault("hardware_class", (hw_b, hw_c))
     ids = sorted(set(base.samples) | set(cur.samples) | set(cur.errors))

@@ -23,6 +23,7 @@ import numpy as np
 from scipy import stats
 
 from perfsuite.dispersion import cv
+from perfsuite.records import Fingerprint
 
 # The reason of a point that only followed its group's machine-wide shift (verdict unstable):
 # it is no suspect, so a re-measure may use it as the control (sweep.finish).
@@ -211,10 +212,12 @@ def machine_shifts(ratios: dict[str, float], cfg: GateConfig) -> dict[str, float
     return out
 
 
-def compare_fingerprints(base: dict, cur: dict) -> tuple[dict, list[str], dict]:
-    """(must-match differences, tolerance notes, software changes)."""
-    bf, cf = base.get("fields", {}), cur.get("fields", {})
-    classes = {**base.get("classes", {}), **cur.get("classes", {})}
+def compare_fingerprints(base, cur) -> tuple[dict, list[str], dict]:
+    """(must-match differences, tolerance notes, software changes) of two fingerprints
+    (``records.Fingerprint``, or their JSON)."""
+    base, cur = Fingerprint.model_validate(base), Fingerprint.model_validate(cur)
+    bf, cf = base.fields, cur.fields
+    classes = {**base.classes, **cur.classes}
     must, notes, software = {}, [], {}
     for key in sorted(set(bf) | set(cf)):
         a, b = bf.get(key), cf.get(key)

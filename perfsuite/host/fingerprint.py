@@ -22,6 +22,7 @@ from pathlib import Path
 from perfsuite.host.microarch import microarchitecture
 from perfsuite.host.topology import Reader, Topology, format_cpulist, read_topology
 from perfsuite.kernels import FINGERPRINT_FLAGS
+from perfsuite.records import Fingerprint
 
 SCHEMA = "perfsuite.fingerprint/1"
 
@@ -259,8 +260,8 @@ def hardware_class(fields: dict) -> str:
 
 def fingerprint(
     root: str | Path = "/", *, software: bool = True, frameworks: dict | None = None
-) -> dict:
-    """The full fingerprint dict (see module docstring and ``FIELD_CLASSES``). ``frameworks``:
+) -> Fingerprint:
+    """The host's fingerprint (see module docstring and ``FIELD_CLASSES``). ``frameworks``:
     software.<distribution> versions of the frameworks under test
     (``perfsuite.prepare.backends.software_versions()``, which the faces pass)."""
     host = Path(root).resolve() == Path("/")
@@ -288,11 +289,11 @@ def fingerprint(
     unknown = [k for k, v in fields.items() if v is None and FIELD_CLASSES.get(k) == MUST]
     if unknown:
         notes.append(f"unknown must-match fields: {', '.join(unknown)}")
-    return {
+    return Fingerprint.model_validate({
         "schema": SCHEMA,
         "hardware_class": hardware_class(fields),
         "fields": fields,
         "classes": {k: field_class(k) for k in fields},
         "notes": notes,
         "python_executable": sys.executable if host else None,
-    }
+    })  # fmt: skip

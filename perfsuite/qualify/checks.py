@@ -479,10 +479,12 @@ def evaluate(fields: dict, measurements: dict, ref: dict | None) -> list[Check]:
     return checks
 
 
-def make_reference(fp: dict, runs: list[dict], *, when: str) -> dict:
-    """A reference from a known-good host: the median of repeated measurements, this host's
-    topology as the expected one, its settings as the recommended ones."""
-    fields = fp["fields"]
+def make_reference(fp, runs: list[dict], *, when: str) -> dict:
+    """A reference from a known-good host (its ``records.Fingerprint`` or the JSON of one):
+    the median of repeated measurements, this host's topology as the expected one, its
+    settings as the recommended ones."""
+    fp = records.Fingerprint.model_validate(fp)
+    fields = fp.fields
     med = lambda xs: float(np.median(xs))  # noqa: E731
     bandwidth = med([min(r["bandwidth_gbs"].values()) for r in runs])
     fma = med([med(r["fma_repeats"]) for r in runs])
@@ -496,8 +498,8 @@ def make_reference(fp: dict, runs: list[dict], *, when: str) -> dict:
     }
     return {
         "schema": REFERENCE_SCHEMA,
-        "sku": f"{fp['hardware_class']} ({fields.get('cpu.model_name') or 'unknown model'})",
-        "hardware_class": fp["hardware_class"],
+        "sku": f"{fp.hardware_class} ({fields.get('cpu.model_name') or 'unknown model'})",
+        "hardware_class": fp.hardware_class,
         "source": (
             f"perfsuite qualify --save-reference on {when}: median of {len(runs)} runs "
             f"(triad {bandwidth:.1f} GB/s on the slowest node, FMA {fma:.1f} GFLOP/s per "

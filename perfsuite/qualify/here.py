@@ -11,7 +11,7 @@ from perfsuite.host.fingerprint import fingerprint
 from perfsuite.host.topology import read_topology
 from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks as qualify
-from perfsuite.records import load_qualification
+from perfsuite.records import Fingerprint, load_qualification
 from perfsuite.writing import json_default
 
 
@@ -21,25 +21,25 @@ def qualify_here(
     reference: dict | None = None,
     repeats: int = 1,
     inference: tuple | None = None,
-    fp: dict | None = None,
+    fp: Fingerprint | None = None,
 ) -> tuple[dict, list, list[dict]]:
     """Returns (report, checks, the measurement runs). Raises QualifyError when the
     reference does not apply to this host."""
     t0 = time.perf_counter()
     if fp is None:
         fp = fingerprint("/", frameworks=software_versions())
-    qualify.check_sku(fp["fields"], reference)
+    qualify.check_sku(fp.fields, reference)
     topo = read_topology("/")
     runs = [qualify.measure(topo, quick=quick) for _ in range(repeats)]
     measurements = runs[0]
     if inference:
         measurements["inference"] = qualify.run_inference(*inference)
-    checks = qualify.evaluate(fp["fields"], measurements, reference)
+    checks = qualify.evaluate(fp.fields, measurements, reference)
     report = {
         "schema": "perfsuite.qualification/1",
         "verdict": qualify.verdict(checks),
         "reference": reference,
-        "fingerprint": fp,
+        "fingerprint": fp.as_dict(),
         "measurements": measurements,
         "seconds": time.perf_counter() - t0,
         "checks": [c.model_dump(mode="json") for c in checks],

@@ -121,7 +121,7 @@ def _instructions(old, instructions: dict | None, update: bool, now: str):
 
 def merged(
     old: records.Baseline | None,
-    fingerprint: dict,
+    fingerprint: records.Fingerprint | dict,
     profile: str,
     results: list[records.Result],
     *,
@@ -136,13 +136,14 @@ def merged(
     add_run: for existing entries, append this run's medians to the entry's run history (the
     gate learns the between-run noise from it); the samples kept are the more typical run's."""
     now = dt.datetime.now(dt.UTC).isoformat()
-    hw = fingerprint["hardware_class"]
+    fingerprint = records.Fingerprint.model_validate(fingerprint)
+    hw = fingerprint.hardware_class
     if old is not None and old.hardware_class != hw:
         raise BaselineError(
             f"{where} belongs to hardware class {old.hardware_class}, "
             f"this host is {hw}: refusing to overwrite"
         )
-    host = {"fields": fingerprint["fields"], "classes": fingerprint["classes"]}
+    host = {"fields": fingerprint.fields, "classes": fingerprint.classes}
     entries = dict(old.entries) if old else {}
     ok = [r for r in results if r.ok]
     existing = [r.id for r in ok if r.id in entries]
@@ -169,8 +170,8 @@ def merged(
         if not history
         else (("run-added" if add_run and not update else "updated") if existing else "added")
     )
-    software = {k: v for k, v in fingerprint["fields"].items() if k.startswith("software.")}
-    item = {"time": now, "action": action, "ids": sorted(added + existing), "software": software}
+    item = {"time": now, "action": action, "ids": sorted(added + existing),
+            "software": fingerprint.software}  # fmt: skip
     data = {
         "schema": SCHEMA,
         "hardware_class": hw,
@@ -191,7 +192,7 @@ def merged(
 
 def save(
     root: Path,
-    fingerprint: dict,
+    fingerprint: records.Fingerprint | dict,
     profile: str,
     results: list[records.Result],
     *,
@@ -200,7 +201,7 @@ def save(
     instructions: dict | None = None,
 ) -> Saved:
     """Add ``results`` (status ok) to the baseline file under ``root``, holding its lock."""
-    path = path_for(root, fingerprint["hardware_class"], profile)
+    path = path_for(root, records.Fingerprint.model_validate(fingerprint).hardware_class, profile)
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(path) + ".lock")
     t0 = time.monotonic()

@@ -52,13 +52,11 @@ def _key(*parts) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _host_key(fp: dict) -> str:
-    fields = fp["fields"]
-    classes = fp.get("classes", {})
+def _host_key(fp: records.Fingerprint) -> str:
     # A host is its hardware plus its name: software and clocks change, the host does not.
-    ident = {k: v for k, v in fields.items() if classes.get(k) == "must_match"}
-    ident["os.hostname"] = fields.get("os.hostname")
-    return _key(fp["hardware_class"], ident)
+    ident = {k: v for k, v in fp.fields.items() if fp.classes.get(k) == "must_match"}
+    ident["os.hostname"] = fp.fields.get("os.hostname")
+    return _key(fp.hardware_class, ident)
 
 
 @dataclass(frozen=True)
@@ -163,16 +161,16 @@ class HistoryStore:
     def add_run(self, run: records.Run, *, commit: str | None = None) -> bool:
         """Keep a finished run, from the objects in memory; False when it is here already
         (keyed by its content: the same run from memory or from its directory is one)."""
-        fp = run.summary.fingerprint.as_dict()
+        fp = run.summary.fingerprint
         results = run.results
         verdicts = {v.id: v for v in run.gate.verdicts} if run.gate else {}
         started = dt.datetime.fromtimestamp(min(r.timestamp for r in results), dt.UTC)
         row = {
-            "run_key": _key("run", fp["fields"], [_canonical(r) for r in results]),
+            "run_key": _key("run", fp.fields, [_canonical(r) for r in results]),
             "kind": "run",
             "started_at": started,
             "profile": run.summary.profile.get("name", "?"),
-            "perfsuite_version": fp["fields"].get("software.perfsuite"),
+            "perfsuite_version": fp.fields.get("software.perfsuite"),
             "software": results[0].software,
             "commit": commit,
             "source": run.source,
@@ -186,7 +184,7 @@ class HistoryStore:
             base = records.load_baseline(data, f"baseline {path}")
         except records.RecordError as exc:
             raise StoreError(str(exc)) from None
-        fp = {"hardware_class": base.hardware_class, **base.fingerprint.as_dict()}
+        fp = base.fingerprint.model_copy(update={"hardware_class": base.hardware_class})
         results = [
             records.Result(
                 id=pid, point=e.point, hardware_class=base.hardware_class, software=e.software,
@@ -200,7 +198,7 @@ class HistoryStore:
             "kind": "baseline",
             "started_at": _utc(dt.datetime.fromisoformat(newest.replace("Z", "+00:00"))),
             "profile": base.profile,
-            "perfsuite_version": fp["fields"].get("software.perfsuite"),
+            "perfsuite_version": fp.fields.get("software.perfsuite"),
             "software": results[0].software if results else {},
             "commit": None,
             "source": str(path),
@@ -222,11 +220,11 @@ class HistoryStore:
             raise BaselineError(str(exc)) from None
 
     def save_baseline(
-        self, fingerprint: dict, profile: str, results: list[records.Result], **how
+        self, fingerprint: records.Fingerprint | dict, profile: str, results, **how
     ) -> Saved:
         """``baseline.merged`` in one transaction that holds the write lock (SQLite: BEGIN
         IMMEDIATE; PostgreSQL: an advisory lock), so two runs saving take turns."""
-        hw = fingerprint["hardware_class"]
+        hw = records.Fingerprint.model_validate(fingerprint).hardware_class
         where = self.baseline_location(hw, profile)
         with self.engine.begin() as conn:
             if conn.dialect.name == "postgresql":
@@ -252,12 +250,13 @@ class HistoryStore:
 
     def import_qualification(self, path: Path, data: dict) -> Imported:
         try:
-            report = records.dump(records.load_qualification(data, str(path)))
-        except records.RecordError as exc:
-            raise StoreError(str(exc)) from None
-        fp = report["fingerprint"]
+            qualification = records.load_qualification(data, str(path))
+            fp = records.Fingerprint.model_validate(qualification.fingerprint)
+        except (records.RecordError, ValueError) as exc:
+            raise StoreError(str(exc).splitlines()[0]) from None
+        report = records.dump(qualification)
         key = _key("qualification", report)
-        saved = (report.get("measurements") or {}).get("recorded_at")
+        saved = qualification.measurements.get("recorded_at")
         when = (
             _utc(dt.datetime.fromisoformat(saved))
             if saved
@@ -274,28 +273,24 @@ class HistoryStore:
                     report_key=key,
                     host_id=host_id,
                     recorded_at=when,
-                    verdict=report["verdict"],
+                    verdict=qualification.verdict,
                     report=report,
                 )
             )
         return Imported("qualification", str(path), True)
 
-    def _host(self, conn, fp: dict) -> int:
+    def _host(self, conn, fp: records.Fingerprint) -> int:
         if conn.dialect.name == "postgresql":  # serialise importers, as BEGIN IMMEDIATE does
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(7070797266)"))
         key = _host_key(fp)
         found = conn.scalar(sa.select(t.hosts.c.id).where(t.hosts.c.fingerprint_hash == key))
         if found is not None:
             return found
-        fields = {
-            "hardware_class": fp["hardware_class"],
-            "fields": fp["fields"],
-            "classes": fp.get("classes", {}),
-        }
+        fields = {"hardware_class": fp.hardware_class, "fields": fp.fields, "classes": fp.classes}
         return conn.execute(
             t.hosts.insert().values(
                 fingerprint_hash=key,
-                hardware_class=fp["hardware_class"],
+                hardware_class=fp.hardware_class,
                 fingerprint=fields,
             )
         ).inserted_primary_key[0]
@@ -313,7 +308,7 @@ class HistoryStore:
             ).inserted_primary_key[0]
         return ids
 
-    def _write(self, fp: dict, run: dict, recs: list[records.Result], verdicts: dict) -> bool:
+    def _write(self, fp: records.Fingerprint, run: dict, recs: list, verdicts: dict) -> bool:
         with self.engine.begin() as conn:
             if conn.scalar(sa.select(t.runs.c.id).where(t.runs.c.run_key == run["run_key"])):
                 return False

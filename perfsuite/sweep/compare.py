@@ -18,7 +18,7 @@ def load_side(path: str | Path) -> Side:
     if is_baseline_file(Path(path)):
         return Side.of_baseline(baseline_file.load(Path(path)), str(path))
     run = read_run(Path(path))
-    return Side.of_results(run.summary.fingerprint.as_dict(), run.results, run.source)
+    return Side.of_results(run.summary.fingerprint, run.results, run.source)
 
 
 def _is_store(text: str) -> bool:
@@ -34,7 +34,7 @@ def load_sides(baseline: str | Path, current: str | Path) -> tuple[Side, Side]:
     text = str(baseline)
     if not _is_store(text):
         return load_side(text.removeprefix("file://")), cur
-    hw, profile = cur.fingerprint.get("hardware_class"), _profile(current)
+    hw, profile = cur.fingerprint.hardware_class, _profile(current)
     try:
         store = open_store(text)
     except StoreError as exc:

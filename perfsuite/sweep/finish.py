@@ -15,6 +15,7 @@ import numpy as np
 from perfsuite import records
 from perfsuite.execute import instructions as ic
 from perfsuite.gate.judge import (
+    COUNT_THRESHOLD,
     Comparison,
     Remeasure,
     Side,
@@ -155,24 +156,25 @@ def _gate_instructions(baseline: records.Baseline | None, out: Outcome, fail_on:
             f"{out.instructions['isa']}: not compared"
         )
         return
-    rows = judge_counts(stored.counts, out.instructions["counts"], ic.THRESHOLD)
+    rows = judge_counts(stored.counts, out.instructions["counts"])
     out.lines += ic.table(rows)
-    out.icount_lines = [f"{ic.ISA}, against the baseline (threshold {ic.THRESHOLD:.0%})"]
+    out.icount_lines = [f"{ic.ISA}, against the baseline (threshold {COUNT_THRESHOLD:.0%})"]
     out.icount_lines += ic.table(rows)
     regressed = [r[0] for r in rows if r[4] == "regressed"]
     if regressed and fail_on != "never":
         out.fail = True
         out.lines.append(
-            f"GATE FAILED: instruction counts grew past {ic.THRESHOLD:.0%}: " + ", ".join(regressed)
+            f"GATE FAILED: instruction counts grew past {COUNT_THRESHOLD:.0%}: "
+            + ", ".join(regressed)
         )
 
 
 def _gate(session, opts: FinishOptions, out: Outcome) -> None:
     cfg, fail_on = opts.gate, opts.fail_on
     fp, profile = session.fingerprint, session.profile.name
-    where = session.baselines.baseline_location(fp["hardware_class"], profile)
+    where = session.baselines.baseline_location(fp.hardware_class, profile)
     try:
-        baseline = session.baselines.load_baseline(fp["hardware_class"], profile)
+        baseline = session.baselines.load_baseline(fp.hardware_class, profile)
     except BaselineError as exc:
         out.lines.append(f"baseline unusable: {exc}")
         out.fail = fail_on != "never"
@@ -180,7 +182,7 @@ def _gate(session, opts: FinishOptions, out: Outcome) -> None:
     _gate_instructions(baseline, out, fail_on)
     if baseline is None:
         out.lines.append(
-            f"no baseline for hardware class {fp['hardware_class']}, profile "
+            f"no baseline for hardware class {fp.hardware_class}, profile "
             f"{profile} at {where}: nothing to compare. Create one with "
             f"`pytest --benchmark-only --perf-profile {profile} "
             f"--perf-save-baseline` and commit it."

@@ -348,7 +348,3 @@ def _skip(fw, prec, unavailable, bf16) -> str | None:
     if prec == "bf16" and not bf16:
         return "bf16 needs avx512_bf16 or AMX; this CPU has neither"
     return None
-
-
-def with_threads(point: Point, threads: int) -> Point:
-    return point.but(threads=threads)

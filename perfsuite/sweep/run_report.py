@@ -14,7 +14,7 @@ from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend 
 from perfsuite.gate.report import png
 from perfsuite.prepare import models, quantize
 from perfsuite.prepare.diagnose import diagnose
-from perfsuite.records import Point, Result
+from perfsuite.records import Fingerprint, Point, Result
 from perfsuite.sweep.report import contaminated, speed_lines, sweep_table, table_key
 from perfsuite.writing import atomic_write_text
 
@@ -33,9 +33,8 @@ class SlowInt8:
         return [head + ":"] + [f"  - {r}" for r in self.reasons]
 
 
-def _cpu_flags(fingerprint: dict) -> dict:
-    fields = fingerprint.get("fields", {})
-    return {k[4:]: v for k, v in fields.items() if k.startswith("isa.")}
+def _cpu_flags(fingerprint: Fingerprint) -> dict:
+    return {k[4:]: v for k, v in fingerprint.fields.items() if k.startswith("isa.")}
 
 
 def _reasons(point: Point, flags: dict, flops_per_item: float | None = None) -> list[str]:
@@ -55,11 +54,11 @@ def _reasons(point: Point, flags: dict, flops_per_item: float | None = None) -> 
         return [f"diagnosis unavailable: {exc.__class__.__name__}: {exc}"]
 
 
-def slow_int8(records: list[Result], fingerprint: dict, diagnose=_reasons) -> list[SlowInt8]:
+def slow_int8(records: list[Result], fingerprint, diagnose=_reasons) -> list[SlowInt8]:
     """Every INT8 point measured slower than its FP32 point, with the causes found."""
     ok = [r for r in records if r.ok]
     fp32 = {table_key(r.point): r for r in ok if r.point.precision == "fp32"}
-    flags = _cpu_flags(fingerprint)
+    flags = _cpu_flags(Fingerprint.model_validate(fingerprint))
     out = []
     for r in sorted(ok, key=lambda r: r.id):
         p = r.point
@@ -76,13 +75,14 @@ def slow_int8(records: list[Result], fingerprint: dict, diagnose=_reasons) -> li
 def report_lines(records, fingerprint, formula_threads=None, slow=()) -> list[str]:
     """The terminal report of a sweep: table, ratios, claim, thread formula, diagnoses."""
     lines: list[str] = []
-    f = fingerprint.get("fields", {})
+    fingerprint = Fingerprint.model_validate(fingerprint)
+    f = fingerprint.fields
     flags = (f.get("isa.avx512_vnni"), f.get("isa.avx_vnni"))
     sweep_table(
         lines.append,
         records,
         formula_threads,
-        hardware_class=fingerprint.get("hardware_class"),
+        hardware_class=fingerprint.hardware_class,
         vnni=None if flags == (None, None) else any(flags),
         cores=f.get("cpu.physical_cores"),
     )
@@ -130,7 +130,7 @@ def _plots(records: list[Result]) -> list[tuple[str, str]]:
 
 def html_page(
     records: list[Result],
-    fingerprint: dict,
+    fingerprint: Fingerprint | dict,
     lines: list[str],
     slow: list[SlowInt8],
     gate_note: str,
@@ -170,7 +170,7 @@ def html_page(
     link = f" (<a href='{esc(gate_page)}'>gate report</a>)" if gate_page else ""
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>perfsuite run</title>
 <style>body{{font-family:sans-serif;margin:2em}}pre{{font-size:12px}}</style></head><body>
-<h1>perfsuite run on {esc(str(fingerprint.get("hardware_class")))}</h1>
+<h1>perfsuite run on {esc(str(Fingerprint.model_validate(fingerprint).hardware_class))}</h1>
 <p id="gate">Regression gate: {esc(gate_note)}{link}</p>
 <h2>Sweep</h2><pre>{esc(chr(10).join(lines))}</pre>{diag}{imgs}
 {"<h2>Trends (results history)</h2>" + trends if trends else ""}</body></html>"""

@@ -25,6 +25,7 @@ from perfsuite.execute.spark import java_problem
 from perfsuite.kernels import cpu_features
 from perfsuite.prepare import accuracy, models, quantize
 from perfsuite.prepare.backends import BACKENDS
+from perfsuite.records import Fingerprint
 from perfsuite.store import Store, open_store
 from perfsuite.store.files import RunDir
 from perfsuite.sweep.plan import Point, Profile, article_threads, expand
@@ -39,7 +40,7 @@ class PerfSession:
         profile: Profile,
         out_dir: Path,
         topo,
-        fingerprint: dict,
+        fingerprint: Fingerprint | dict,
         executor: str | None = None,  # None: executors.DEFAULT
         baselines: Path | None = None,
         spark_master: str | None = None,
@@ -54,7 +55,7 @@ class PerfSession:
             spark_items=profile.spark_items,
         )
         self.topo = topo
-        self.fingerprint = fingerprint
+        self.fingerprint = Fingerprint.model_validate(fingerprint)
         self.records: list[records.Result] = []
         self.counters = False  # perf stat around each measurement window (--perf-counters)
         self.gates: dict = {}
@@ -108,10 +109,10 @@ class PerfSession:
             "schema": RESULT_SCHEMA,
             "id": point.id,
             "point": records.dump(point),
-            "hardware_class": self.fingerprint["hardware_class"],
+            "hardware_class": self.fingerprint.hardware_class,
             "software": {
                 k: v
-                for k, v in self.fingerprint["fields"].items()
+                for k, v in self.fingerprint.fields.items()
                 if k.startswith("software.") or k == "kernels.isa"
             },
             "timestamp": time.time(),
