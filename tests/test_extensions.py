@@ -10,6 +10,7 @@ import json
 import sys
 
 import pytest
+from fake_dist import install
 
 from perfsuite.execute.executors import EXECUTORS, Executor, get_executor
 from perfsuite.execute.runner import runtime_extensions
@@ -79,12 +80,6 @@ fake = {MODULE}:FakeExecutor
 @pytest.fixture
 def fake_package(tmp_path, monkeypatch, request):
     """The fake package installed on sys.path; the registries as they were afterwards."""
-    site = tmp_path / "site"
-    info = site / "perfsuite_fake-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: perfsuite-fake\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(ENTRY_POINTS)
-    (site / f"{MODULE}.py").write_text(FAKE)
     registries = (BACKENDS, QUANTIZERS, EXECUTORS)
     before = [dict(r) for r in registries]
 
@@ -94,7 +89,7 @@ def fake_package(tmp_path, monkeypatch, request):
             registry.update(entries)
         sys.modules.pop(MODULE, None)
 
-    monkeypatch.syspath_prepend(str(site))
+    site = install(tmp_path / "site", monkeypatch, "perfsuite-fake", MODULE, FAKE, ENTRY_POINTS)
     request.addfinalizer(restore)
     return site
 

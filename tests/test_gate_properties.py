@@ -2,6 +2,7 @@
 sweeps rather than on a few hand-picked ones; and a rule another package adds."""
 
 import numpy as np
+from fake_dist import install
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -105,12 +106,8 @@ class NeverAtNight:
 
 
 def test_a_rule_from_another_package_runs_after_the_built_in_ones(tmp_path, monkeypatch):
-    (tmp_path / "teamrules.py").write_text(RULE)
-    dist = tmp_path / "teamrules-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: teamrules\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[perfsuite.rules]\nnight = teamrules:NeverAtNight\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    entry_points = "[perfsuite.rules]\nnight = teamrules:NeverAtNight\n"
+    install(tmp_path, monkeypatch, "teamrules", "teamrules", RULE, entry_points)
     default_rules.cache_clear()
     try:
         assert [r.name for r in default_rules()][-1] == "never-at-night"

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+from fake_dist import install
 from history_data import fingerprint, record
 
 from perfsuite import records
@@ -123,12 +124,8 @@ class MemoStore(FileStore):
 def test_a_store_from_another_package_is_chosen_by_its_scheme(tmp_path, monkeypatch):
     """A package declares a store under the perfsuite.stores entry-point group; perfsuite's
     own files are not touched."""
-    (tmp_path / "memostore.py").write_text(FAKE_STORE)
-    dist = tmp_path / "memostore-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: memostore\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[perfsuite.stores]\nmemo = memostore:MemoStore\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    entry_points = "[perfsuite.stores]\nmemo = memostore:MemoStore\n"
+    install(tmp_path, monkeypatch, "memostore", "memostore", FAKE_STORE, entry_points)
     monkeypatch.delitem(STORES, "memo", raising=False)
     store = open_store(f"memo://{tmp_path}/kept")
     assert type(store).__name__ == "MemoStore" and store.root == tmp_path / "kept"
