@@ -190,17 +190,9 @@ def merged(
     return baseline, added, existing
 
 
-def save(
-    root: Path,
-    fingerprint: records.Fingerprint | dict,
-    profile: str,
-    results: list[records.Result],
-    *,
-    update: bool = False,
-    add_run: bool = False,
-    instructions: dict | None = None,
-) -> Saved:
-    """Add ``results`` (status ok) to the baseline file under ``root``, holding its lock."""
+def save(root: Path, fingerprint, profile: str, results: list[records.Result], **how) -> Saved:
+    """Add ``results`` (status ok) to the baseline file under ``root``, holding its lock;
+    ``how``: ``merged``'s update, add_run and instructions."""
     path = path_for(root, records.Fingerprint.model_validate(fingerprint).hardware_class, profile)
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(path) + ".lock")
@@ -215,10 +207,7 @@ def save(
     try:
         waited = time.monotonic() - t0
         old = load(path) if path.exists() else None
-        new, added, existing = merged(
-            old, fingerprint, profile, results, update=update, add_run=add_run,
-            instructions=instructions, where=str(path),
-        )  # fmt: skip
+        new, added, existing = merged(old, fingerprint, profile, results, where=str(path), **how)
         atomic_write_text(path, text_of(new))
         return Saved(path, added, existing, waited)
     finally:
