@@ -1,26 +1,15 @@
 """Public facade of the compiled kernels: input validation and ISA dispatch.
 
-The variant is chosen once per process: the best one the CPU can run (cpuid + xgetbv), or
-the one named by ``PERFSUITE_FORCE_ISA``. Each kernel also takes ``isa=`` so tests can run
-every variant the CPU supports. Bad input raises ``TypeError``/``ValueError`` naming the
-problem; nothing reaches the C code that could crash it.
+The variant, a row of the dispatch table in ``kernels/dispatch.h`` (generic, avx2, avx512,
+avx512_vnni, avx512_bf16; each AVX-512 level includes the one before), is chosen once per
+process: the best one the CPU can run (cpuid + xgetbv), or the one named by
+``PERFSUITE_FORCE_ISA``. Each kernel also takes ``isa=`` so tests can run every variant the
+CPU supports. Bad input raises ``TypeError``/``ValueError`` naming the problem; nothing
+reaches the C code that could crash it.
 
-The variants are the rows of the dispatch table in ``kernels/dispatch.h`` (``variants()``):
-generic, avx2, avx512, avx512_vnni, avx512_bf16; each AVX-512 level includes the one before.
-
-INT8 GEMM and saturation: on AVX2 without VNNI, ``vpmaddubsw`` multiplies u8 x s8 pairs and
-adds adjacent pairs into int16 *with saturation*; 2 * 255 * 128 = 65280 does not fit. So
-``gemm_u8s8_s32(..., exact=False)`` (the fast path MLAS takes) equals the int32 matmul only
-when no pair sum leaves [-32768, 32767], e.g. when weights fit in 7 bits (|b| <= 64, what
-onnxruntime's ``reduce_range`` gives) or activations in 7 bits (a <= 127). Otherwise each
-saturated pair sum is clamped, in both variants alike. ``exact=True`` splits the activations
-into their low 7 bits and top bit, which can never saturate, at twice the multiply cost.
-With VNNI (``vpdpbusd``) there is no int16 intermediate: both paths are the exact int32 matmul
-(``variant_info(isa)["u8s8_saturates"]`` says which semantics a variant has).
-
-BF16: numpy has no bfloat16 dtype, so bf16 arrays are ``uint16`` holding the top half of the
-fp32 bit pattern (``to_bf16``/``from_bf16``). ``gemm_bf16`` accumulates in fp32; variants
-without AVX512_BF16 emulate it in scalar code (a numerics reference, not a speed path).
+Without VNNI, ``gemm_u8s8_s32(..., exact=False)`` clamps int16 pair sums as ``vpmaddubsw``
+does (``saturation_free`` says when none can saturate). BF16 arrays are ``uint16`` holding the
+top half of the fp32 bit pattern. Both in full: docs/guide/kernels.md.
 """
 
 from __future__ import annotations
@@ -45,7 +34,6 @@ FINGERPRINT_FLAGS = tuple(name for name, _, recorded in _FLAGS if recorded)
 
 _VARIANTS = {v["name"]: v for v in _kernels.variants()}
 KNOWN_ISAS = tuple(_VARIANTS)
-_CODES = {name: v["code"] for name, v in _VARIANTS.items()}
 
 
 def cpu_features() -> dict[str, bool]:
@@ -79,10 +67,8 @@ def missing_flags(name: str) -> list[str]:
 def forced_isa_problem() -> str | None:
     """Why PERFSUITE_FORCE_ISA cannot be used on this CPU, or None (unset or usable): the
     faces check it before anything runs, as a usage error."""
-    if not os.environ.get(FORCE_ENV):
-        return None
     try:
-        isa()
+        isa()  # unset, it names the best runnable variant and cannot fail
     except ValueError as exc:
         return str(exc)
     return None
@@ -119,11 +105,9 @@ def _block(block: Blocking | None, op: str, code: int) -> Blocking:
 
 def _isa_code(requested: str | None) -> int:
     name = isa() if requested is None else requested
-    if name not in KNOWN_ISAS:
-        raise ValueError(f"unknown isa {name!r}; choose one of {', '.join(KNOWN_ISAS)}")
-    if name not in runnable_isas():
+    if not variant_info(name)["runnable"]:
         raise ValueError(f"isa {name!r} cannot run on this CPU (runnable: {runnable_isas()})")
-    return _CODES[name]
+    return _VARIANTS[name]["code"]
 
 
 # -- validation -----------------------------------------------------------------------------
@@ -231,23 +215,14 @@ def blocking(op: str = "f32", isa: str | None = None) -> Blocking:
     elem_bytes = _ELEM_BYTES[op]
     MR, NR, _kstep = variant_info(isa or _active_isa())["tiles"][op]
 
-    caches = _cache_bytes()
-    l1, l2, l3 = (
-        caches.get("L1d", 32 << 10),
-        caches.get("L2", 512 << 10),
-        caches.get("L3", 32 << 20),
-    )
-    # A deep kc halves the passes over C (each pass reads and writes all of C): measured at
-    # n=1024 on Zen 3, kc=512 instead of 256 lifts the 2-thread speed-up from 1.48x to 1.69x
-    # at the same 1-thread rate, as the two cores share little memory bandwidth. For the
-    # 16-wide AVX2 tile kc fills L1 with a B micro-panel.
+    caches = {"L1d": 32 << 10, "L2": 512 << 10, "L3": 32 << 20} | _cache_bytes()
+    l1, l2, l3 = caches["L1d"], caches["L2"], caches["L3"]
+    # A deep kc halves the passes over C (each pass reads and writes all of C); for the
+    # 16-wide AVX2 tile kc fills L1 with a B micro-panel. Measured: docs/measurements/kernels.md.
     kc = max(64, l1 // (16 * elem_bytes) // 4 * 4)
     if NR >= 32:
-        # The 32-wide zmm tile streams its B micro-panel from L2 anyway, so kc is sized so
-        # that the panel takes 1/8 of L2: one pass over C at n = 1024. Zen 4, 1 thread,
-        # n = 1024, 6 interleaved rounds: f32 kc=1024/mc=60 102.7 GFLOP/s (2 threads 199.3)
-        # vs kc=512/mc=120 96.7 (191.6); bf16 kc 1024-2048 203.8/201.5 vs 512 192.9; int8
-        # kc 2048-4096 396-397 GOP/s vs 512 369.
+        # The 32-wide zmm tile streams its B micro-panel from L2 anyway: kc makes the panel
+        # 1/8 of L2, one pass over C at n = 1024.
         kc = max(64, min(4096, l2 // (8 * NR * elem_bytes)) // 4 * 4)
     mc = max(MR, (l2 // 4) // (kc * elem_bytes) // MR * MR)
     nc = max(NR, min(4096, (l3 // 4) // (kc * elem_bytes)) // NR * NR)
@@ -369,7 +344,9 @@ def saturation_free(a_max: int, b_absmax: int) -> bool:
 _QRANGE = {np.dtype(np.uint8): (0, 255), np.dtype(np.int8): (-128, 127)}
 
 
-def _quant_params(x_shape, scale, zero_point, axis, qdtype):
+def _quantized(into, x, out_dtype, scale, zero_point, axis, qdtype, isa) -> np.ndarray:
+    """Check scale/zero_point against ``x`` and run ``into`` (the C kernel) on it; the output
+    has ``out_dtype`` (None: the quantized dtype)."""
     qdtype = np.dtype(qdtype)
     if qdtype not in _QRANGE:
         raise TypeError(f"quantized dtype must be uint8 or int8, got {qdtype}")
@@ -384,14 +361,14 @@ def _quant_params(x_shape, scale, zero_point, axis, qdtype):
         raise ValueError(f"zero_point outside the {qdtype} range [{lo}, {hi}]")
     if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
         raise ValueError("scale must be finite and > 0")
-    ndim = len(x_shape)
+    ndim = len(x.shape)
     if scale.ndim == 0 and zp.ndim == 0:
-        outer, channels, inner = 1, 1, int(np.prod(x_shape))
+        outer, channels, inner = 1, 1, int(np.prod(x.shape))
     else:
         ax = axis + ndim if axis < 0 else axis
         if not 0 <= ax < ndim:
             raise ValueError(f"axis {axis} out of range for {ndim}-D input")
-        channels = x_shape[ax]
+        channels = x.shape[ax]
         scale = np.broadcast_to(scale, (channels,)) if scale.ndim == 0 else scale
         zp = np.broadcast_to(zp, (channels,)) if zp.ndim == 0 else zp
         if scale.shape[0] != channels or zp.shape[0] != channels:
@@ -399,11 +376,14 @@ def _quant_params(x_shape, scale, zero_point, axis, qdtype):
                 f"per-channel scale/zero_point need {channels} entries (axis {axis}), got "
                 f"{scale.shape[0]} and {zp.shape[0]}"
             )
-        outer = int(np.prod(x_shape[:ax]))
-        inner = int(np.prod(x_shape[ax + 1 :]))
+        outer = int(np.prod(x.shape[:ax]))
+        inner = int(np.prod(x.shape[ax + 1 :]))
     scale = np.ascontiguousarray(scale.reshape(-1), dtype=np.float32)
     zp = np.ascontiguousarray(np.asarray(zp).reshape(-1), dtype=np.int32)
-    return outer, channels, inner, scale, zp, qdtype
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty(flat.shape, out_dtype or qdtype)
+    into(flat, outer, channels, inner, scale, zp, out, _isa_code(isa))
+    return out.reshape(x.shape)
 
 
 def quantize_linear(
@@ -418,11 +398,7 @@ def quantize_linear(
         raise TypeError("x must be a float32 numpy array")
     if x.size == 0:
         raise ValueError("x is empty")
-    outer, channels, inner, s, z, qdtype = _quant_params(x.shape, scale, zero_point, axis, dtype)
-    flat = np.ascontiguousarray(x).reshape(-1)
-    q = np.empty(flat.shape, qdtype)
-    _kernels.quantize_into(flat, outer, channels, inner, s, z, q, _isa_code(isa))
-    return q.reshape(x.shape)
+    return _quantized(_kernels.quantize_into, x, None, scale, zero_point, axis, dtype, isa)
 
 
 def dequantize_linear(
@@ -433,11 +409,8 @@ def dequantize_linear(
         raise TypeError("q must be a uint8 or int8 numpy array")
     if q.size == 0:
         raise ValueError("q is empty")
-    outer, channels, inner, s, z, _ = _quant_params(q.shape, scale, zero_point, axis, q.dtype)
-    flat = np.ascontiguousarray(q).reshape(-1)
-    x = np.empty(flat.shape, np.float32)
-    _kernels.dequantize_into(flat, outer, channels, inner, s, z, x, _isa_code(isa))
-    return x.reshape(q.shape)
+    into = _kernels.dequantize_into
+    return _quantized(into, q, np.float32, scale, zero_point, axis, q.dtype, isa)
 
 
 # -- aligned buffers ------------------------------------------------------------------------
@@ -467,42 +440,36 @@ def aligned_zeros(shape, dtype=np.float32, align: int = 64) -> np.ndarray:
 # -- bandwidth and probes -------------------------------------------------------------------
 
 
-def _stream_arrays(names_arrays):
-    arrays = [_array(n, x, np.float32, 1) for n, x in names_arrays]
+def _stream(run, named: list, extra: tuple, threads, isa) -> dict:
+    """Validate the arrays (the first is written, the others read), then time
+    ``run(*arrays, *extra, threads, isa code)`` once: seconds and GB/s over all arrays."""
+    arrays = [_array(n, x, np.float32, 1) for n, x in named]
     if len({x.shape for x in arrays}) != 1:
         raise ValueError(f"arrays differ in length: {[x.shape[0] for x in arrays]}")
-    return arrays
+    threads = _threads(threads)
+    a, *read = arrays
+    if not a.flags.writeable:
+        raise ValueError("a is read-only")
+    if any(np.shares_memory(a, x) for x in read):
+        raise ValueError(f"a overlaps {' or '.join(n for n, _ in named[1:])}")
+    code = _isa_code(isa)
+    t0 = time.perf_counter()
+    run(*arrays, *extra, threads, code)
+    dt = time.perf_counter() - t0
+    moved = len(arrays) * a.nbytes
+    return {"seconds": dt, "bandwidth_gbs": moved / dt / 1e9, "bytes": moved}
 
 
 def stream_triad(a, b, c, scalar: float, threads: int = 1, *, isa: str | None = None) -> dict:
     """a := b + scalar * c once; returns seconds and GB/s (3 arrays moved; the AVX2 variant
     uses non-temporal stores, so `a` is not read for ownership)."""
-    a, b, c = _stream_arrays([("a", a), ("b", b), ("c", c)])
-    threads = _threads(threads)
-    if not a.flags.writeable:
-        raise ValueError("a is read-only")
-    if np.shares_memory(a, b) or np.shares_memory(a, c):
-        raise ValueError("a overlaps b or c")
-    code = _isa_code(isa)
-    t0 = time.perf_counter()
-    _kernels.triad(a, b, c, float(scalar), threads, code)
-    dt = time.perf_counter() - t0
-    return {"seconds": dt, "bandwidth_gbs": 3 * a.nbytes / dt / 1e9, "bytes": 3 * a.nbytes}
+    named = [("a", a), ("b", b), ("c", c)]
+    return _stream(_kernels.triad, named, (float(scalar),), threads, isa)
 
 
 def stream_copy(a, b, threads: int = 1, *, isa: str | None = None) -> dict:
     """a := b once; returns seconds and GB/s (2 arrays moved)."""
-    a, b = _stream_arrays([("a", a), ("b", b)])
-    threads = _threads(threads)
-    if not a.flags.writeable:
-        raise ValueError("a is read-only")
-    if np.shares_memory(a, b):
-        raise ValueError("a overlaps b")
-    code = _isa_code(isa)
-    t0 = time.perf_counter()
-    _kernels.copy(a, b, threads, code)
-    dt = time.perf_counter() - t0
-    return {"seconds": dt, "bandwidth_gbs": 2 * a.nbytes / dt / 1e9, "bytes": 2 * a.nbytes}
+    return _stream(_kernels.copy, [("a", a), ("b", b)], (), threads, isa)
 
 
 def compute_peak(threads: int = 1, seconds: float = 0.2, *, isa: str | None = None) -> dict:

@@ -2,7 +2,7 @@
 each ``perfsuite`` verb that takes it ``--<name>`` (pytest-benchmark's ``add_global_options``
 pattern). ``OPTIONS`` is the table; ``add_options(add, face)`` registers a face's options with
 ``parser.addoption`` or ``ArgumentParser.add_argument`` (both take the same keyword
-arguments); ``option_table()`` lists each option per face for the reference docs.
+arguments); ``profile_overrides`` reads the options that override profile keys.
 
 An option's ``kwargs`` hold what every face shares (its type, choices, help); ``per_face``
 holds only what one face sets differently, such as a verb's own default and the help that
@@ -82,6 +82,7 @@ class Option:
     verbs: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     per_face: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    profile_key: bool = False  # overrides the profile key of its name ("_" for "-")
 
     @property
     def faces(self) -> tuple[str, ...]:
@@ -96,8 +97,33 @@ class Option:
         return {**self.kwargs, **self.per_face.get(face, {})}
 
 
+def _option(
+    name: str,
+    *,
+    plugin: bool = True,
+    verbs: tuple[str, ...] = (),
+    aliases: tuple[str, ...] = (),
+    per_face: Mapping[str, Mapping[str, Any]] | None = None,
+    profile_key: bool = False,
+    **kwargs: Any,
+) -> Option:
+    """An option from ``add_argument``'s keyword arguments; its default is None unless given."""
+    kwargs = {"default": None, **kwargs}
+    return Option(name, kwargs, plugin, verbs, aliases, per_face or {}, profile_key)
+
+
 def _profile_default(what: str) -> dict[str, Any]:
     return {"default": None, "help": f"{what} (default: the profile's)"}
+
+
+def _profiled(name: str, what: str, **kwargs: Any) -> Option:
+    """An option that overrides the profile's key, which it keeps by default."""
+    return _option(name, profile_key=True, **_profile_default(what), **kwargs)
+
+
+def _flag(name: str, text: str) -> Option:
+    """An on/off option of the plugin, off by default."""
+    return _option(name, action="store_true", default=False, help=text)
 
 
 FAIL_ON = ("regression", "unstable", "never")
@@ -114,13 +140,14 @@ def _fail_on_help(default: str) -> str:
 
 def _list(name: str, hint: str, what: str) -> Option:
     """A comma-separated sweep dimension that overrides the profile's."""
-    return Option(name, {"type": csv(hint), **_profile_default(what)}, verbs=SWEEP_VERBS)
+    return _profiled(name, what, type=csv(hint), verbs=SWEEP_VERBS)
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option(
+    _option(
         "profile",
-        {"default": "default", "help": "sweep profile (default: default)"},
+        default="default",
+        help="sweep profile (default: default)",
         verbs=("ab", "sweep"),
         per_face={
             PLUGIN: {
@@ -129,13 +156,10 @@ OPTIONS: tuple[Option, ...] = (
             }
         },
     ),
-    Option(
+    _option(
         "config",
-        {
-            "type": Path,
-            "default": None,
-            "help": "TOML file overriding/adding profiles (default: none)",
-        },
+        type=Path,
+        help="TOML file overriding/adding profiles (default: none)",
         verbs=("ab", "sweep"),
     ),
     _list("models", "model names", "models, comma-separated"),
@@ -152,61 +176,44 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _list("numa-nodes", "nodes", "node numbers, 'all', or 'none' for no binding"),
     _list("batch", "batch sizes", "batch sizes"),
-    Option(
+    _profiled(
         "mode",
-        {
-            "choices": ("latency", "throughput"),
-            **_profile_default("latency (one request at a time) or throughput"),
-        },
+        "latency (one request at a time) or throughput",
+        choices=("latency", "throughput"),
         verbs=SWEEP_VERBS,
     ),
-    Option(
+    _profiled(
         "min-time",
-        {"type": positive_float, **_profile_default("seconds of measurement per point")},
+        "seconds of measurement per point",
+        type=positive_float,
         verbs=SWEEP_VERBS,
         per_face={"ab": _profile_default("seconds per measurement with --turns 0")},
     ),
-    Option(
+    _profiled(
         "sessions",
-        {
-            "type": positive_int,
-            **_profile_default(
-                "fresh framework sessions per point, measured in turn and pooled; their "
-                "medians show run-to-run spread to the gate"
-            ),
-        },
+        "fresh framework sessions per point, measured in turn and pooled; their medians show "
+        "run-to-run spread to the gate",
+        type=positive_int,
     ),
-    Option(
+    _profiled(
         "spark",
-        {
-            "type": csv("Spark specs"),
-            **_profile_default(
-                "Spark points: 'none' (single-process points), 'partition' or 'rdd_map' (one "
-                "1-CPU slot per core), or '<pattern>:<slots>x<cpus per task>'"
-            ),
-        },
+        "Spark points: 'none' (single-process points), 'partition' or 'rdd_map' (one 1-CPU "
+        "slot per core), or '<pattern>:<slots>x<cpus per task>'",
+        type=csv("Spark specs"),
     ),
-    Option(
-        "spark-items",
-        {"type": positive_int, **_profile_default("images in a Spark point's dataset")},
-    ),
-    Option(
+    _profiled("spark-items", "images in a Spark point's dataset", type=positive_int),
+    _option(
         "icount",
-        {
-            "action": "store_true",
-            "default": None,
-            "help": "also count the kernel points' instructions under valgrind (exact; saved in "
-            "the baseline and gated at 1%%); the profile's `icount` key turns it on too",
-        },
+        profile_key=True,
+        action="store_true",
+        help="also count the kernel points' instructions under valgrind (exact; saved in "
+        "the baseline and gated at 1%%); the profile's `icount` key turns it on too",
     ),
-    Option(
+    _option(
         "spark-master",
-        {
-            "default": None,
-            "metavar": "URL",
-            "help": "Spark master URL for Spark points: spark://host:7077, yarn, k8s://... "
-            "(default: $PERFSUITE_SPARK_MASTER, else local[<cores>])",
-        },
+        metavar="URL",
+        help="Spark master URL for Spark points: spark://host:7077, yarn, k8s://... "
+        "(default: $PERFSUITE_SPARK_MASTER, else local[<cores>])",
         verbs=FLEET_VERBS,
         per_face={
             "qualify": {
@@ -216,27 +223,20 @@ OPTIONS: tuple[Option, ...] = (
             "sweep": {"required": True, "help": "the cluster: spark://host:7077, yarn, k8s://..."},
         },
     ),
-    Option(
+    _option(
         "executor",
-        {
-            "choices": EXECUTORS,  # the registry itself: checked and listed when used
-            "default": DEFAULT_EXECUTOR,
-            "help": "how points run: a fresh process for each session of every point (worker), "
-            "in the pytest process (in-process, for debugging; cannot bind), or worker for "
-            f"NUMA-bound points only (auto) (default: {DEFAULT_EXECUTOR})",
-        },
+        choices=EXECUTORS,  # the registry itself: checked and listed when used
+        default=DEFAULT_EXECUTOR,
+        help="how points run: a fresh process for each session of every point (worker), "
+        "in the pytest process (in-process, for debugging; cannot bind), or worker for "
+        f"NUMA-bound points only (auto) (default: {DEFAULT_EXECUTOR})",
     ),
-    Option(
-        "timeout",
-        {"type": positive_float, **_profile_default("seconds before a worker point is killed")},
-    ),
-    Option(
+    _profiled("timeout", "seconds before a worker point is killed", type=positive_float),
+    _option(
         "out",
-        {
-            "type": Path,
-            "default": Path("perf-results"),
-            "help": "directory for result records (default: perf-results)",
-        },
+        type=Path,
+        default=Path("perf-results"),
+        help="directory for result records (default: perf-results)",
         verbs=("ab", "sweep"),
         per_face={
             "sweep": {
@@ -246,63 +246,41 @@ OPTIONS: tuple[Option, ...] = (
             }
         },
     ),
-    Option(
+    _option(
         "baseline",
-        {
-            "default": "baselines",
-            "metavar": "DIR_OR_URL",
-            "help": "where baselines are kept: a directory (<dir>/<hardware-class>/<profile>.json)"
-            ", file://DIR, sqlite:///FILE or postgresql+psycopg://... (default: baselines)",
-        },
+        default="baselines",
+        metavar="DIR_OR_URL",
+        help="where baselines are kept: a directory (<dir>/<hardware-class>/<profile>.json)"
+        ", file://DIR, sqlite:///FILE or postgresql+psycopg://... (default: baselines)",
         verbs=("qualify",),
         aliases=("--baselines",),
         per_face={"qualify": {"help": "baseline directory for --inference (default: baselines)"}},
     ),
-    Option(
+    _flag(
         "save-baseline",
-        {
-            "action": "store_true",
-            "default": False,
-            "help": "add this run's points to the baseline (refuses to replace entries) "
-            "(default: off)",
-        },
+        "add this run's points to the baseline (refuses to replace entries) (default: off)",
     ),
-    Option(
+    _flag(
         "update-baseline",
-        {
-            "action": "store_true",
-            "default": False,
-            "help": "with --perf-save-baseline: replace existing entries (default: off)",
-        },
+        "with --perf-save-baseline: replace existing entries (default: off)",
     ),
-    Option(
+    _flag(
         "add-baseline-run",
-        {
-            "action": "store_true",
-            "default": False,
-            "help": "with --perf-save-baseline: add this run to existing entries' run history, "
-            "from which the gate learns between-run noise (default: off)",
-        },
+        "with --perf-save-baseline: add this run to existing entries' run history, "
+        "from which the gate learns between-run noise (default: off)",
     ),
     # The gate's options: defaults None so that [tool.perfsuite.gate] applies unless given.
-    Option(
+    _option(
         "fail-on",
-        {
-            "choices": FAIL_ON,
-            "default": None,
-            "help": _fail_on_help("regression under --benchmark-only, else never"),
-        },
+        choices=FAIL_ON,
+        help=_fail_on_help("regression under --benchmark-only, else never"),
         verbs=("compare",),
         per_face={"compare": {"default": "regression", "help": _fail_on_help("regression")}},
     ),
-    Option(
+    _option(
         "threshold",
-        {
-            "type": positive_float,
-            "default": None,
-            "help": "practical threshold, relative (default: [tool.perfsuite.gate] threshold, "
-            "or 0.05)",
-        },
+        type=positive_float,
+        help="practical threshold, relative (default: [tool.perfsuite.gate] threshold, or 0.05)",
         verbs=("compare", "ab"),
         per_face={
             "ab": {
@@ -312,59 +290,41 @@ OPTIONS: tuple[Option, ...] = (
             }
         },
     ),
-    Option(
+    _option(
         "alpha",
-        {
-            "type": fraction,
-            "default": None,
-            "help": "family-wise significance level, Holm (default: [tool.perfsuite.gate] "
-            "alpha, or 0.01)",
-        },
+        type=fraction,
+        help="family-wise significance level, Holm (default: [tool.perfsuite.gate] alpha, or 0.01)",
         verbs=("compare", "ab"),
         per_face={"ab": {"default": 0.01, "help": "family-wise error rate, Holm (default: 0.01)"}},
     ),
-    Option(
+    _option(
         "store",
-        {
-            "default": None,
-            "metavar": "URL",
-            "help": "results history database, a SQLAlchemy URL: sqlite:///FILE or "
-            "postgresql+psycopg://USER@HOST/DB (default: $PERFSUITE_STORE, else a SQLite file "
-            "in the user's data directory)",
-        },
+        metavar="URL",
+        help="results history database, a SQLAlchemy URL: sqlite:///FILE or "
+        "postgresql+psycopg://USER@HOST/DB (default: $PERFSUITE_STORE, else a SQLite file "
+        "in the user's data directory)",
         verbs=("qualify", "sweep", "db"),
     ),
-    Option(
+    _flag(
         "counters",
-        {
-            "action": "store_true",
-            "default": False,
-            "help": "perf stat (cycles, instructions, cache misses) around each measurement "
-            "window; unsupported events are recorded with the reason (default: off)",
-        },
+        "perf stat (cycles, instructions, cache misses) around each measurement "
+        "window; unsupported events are recorded with the reason (default: off)",
     ),
-    Option(
-        "plan",
-        {
-            "action": "store_true",
-            "default": False,
-            "help": "print the sweep plan (points and skip reasons) and exit",
-        },
-    ),
-    Option(
+    _flag("plan", "print the sweep plan (points and skip reasons) and exit"),
+    _option(
         "hosts",
-        {"type": int, "default": 2, "help": "hosts to run on, one task each (default: 2)"},
+        type=int,
+        default=2,
+        help="hosts to run on, one task each (default: 2)",
         plugin=False,
         verbs=FLEET_VERBS,
     ),
-    Option(
+    _option(
         "host-cores",
-        {
-            "type": int,
-            "default": 1,
-            "help": "cores of each executor; a task takes them all so no two tasks share a "
-            "host (spark.task.cpus) (default: 1)",
-        },
+        type=int,
+        default=1,
+        help="cores of each executor; a task takes them all so no two tasks share a "
+        "host (spark.task.cpus) (default: 1)",
         plugin=False,
         verbs=FLEET_VERBS,
     ),
@@ -379,41 +339,11 @@ def add_options(add: Callable[..., Any], face: str) -> None:
             add(*option.flags(face), **option.kwargs_for(face))
 
 
-@dataclass(frozen=True)
-class OptionRow:
-    """One option as one face takes it, for the reference docs. ``help`` is as written for
-    argparse (``%%`` for a percent sign)."""
-
-    name: str
-    face: str  # "plugin", or the CLI verb
-    flags: tuple[str, ...]
-    type: str | None  # the value parser's name (positive_float, parse for a csv list, Path)
-    choices: tuple[str, ...] | None
-    action: str | None  # store_true for a flag
-    default: Any
-    required: bool
-    help: str
-
-
-def option_table() -> list[OptionRow]:
-    """Every shared option, once per face that takes it: the plugin's row first, then the
-    verbs' in the order they are listed."""
-    rows = []
-    for option in OPTIONS:
-        for face in option.faces:
-            kw = option.kwargs_for(face)
-            kind = kw.get("type")
-            rows.append(
-                OptionRow(
-                    name=option.name,
-                    face=face,
-                    flags=option.flags(face),
-                    type=getattr(kind, "__name__", None),
-                    choices=tuple(kw["choices"]) if "choices" in kw else None,
-                    action=kw.get("action"),
-                    default=kw.get("default"),
-                    required=bool(kw.get("required", False)),
-                    help=kw["help"],
-                )
-            )
-    return rows
+def profile_overrides(get: Callable[[str], Any], face: str) -> dict[str, Any]:
+    """The profile keys ``face``'s options override, each read with ``get(key)`` (None keeps
+    the profile's value); ``mode`` is one value here, a list in a profile."""
+    keys = [o.name.replace("-", "_") for o in OPTIONS if o.profile_key and face in o.faces]
+    values = {key: get(key) for key in keys}
+    if values.get("mode"):
+        values["mode"] = [values["mode"]]
+    return values

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -20,11 +21,11 @@ from perfsuite.execute.interference import busiest_processes
 from perfsuite.gate.config import GateConfigError, load_gate_config
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.host.topology import read_topology
-from perfsuite.options import OPTIONS, PLUGIN, add_options
+from perfsuite.options import OPTIONS, PLUGIN, add_options, profile_overrides
 from perfsuite.prepare import cache
 from perfsuite.prepare.backends import software_versions
 from perfsuite.store import StoreError, database, open_store, scheme_of
-from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
+from perfsuite.sweep.plan import PlanError, Profile, load_profiles, select_profile
 from perfsuite.sweep.session import PerfSession
 from perfsuite.writing import NotWritable, check_writable_dir
 
@@ -37,41 +38,29 @@ def pytest_addoption(parser):
     add_options(parser.getgroup("perfsuite", "perfsuite inference sweep").addoption, PLUGIN)
 
 
-def _overrides(config) -> dict:
-    o = config.getoption
-    mode = o("perf_mode")
-    return {
-        "models": o("perf_models"),
-        "frameworks": o("perf_frameworks"),
-        "precisions": o("perf_precisions"),
-        "threads": o("perf_threads"),
-        "numa_nodes": o("perf_numa_nodes"),
-        "batch": o("perf_batch"),
-        "mode": [mode] if mode else None,
-        "min_time": o("perf_min_time"),
-        "timeout": o("perf_timeout"),
-        "sessions": o("perf_sessions"),
-        "spark": o("perf_spark"),
-        "spark_items": o("perf_spark_items"),
-        "icount": o("perf_icount"),
-    }
-
-
 def pytest_configure(config):
     name = config.getoption("perf_profile") or (
         "default" if config.getoption("benchmark_only", False) else "smoke"
     )
     _check_rootdir(config)
+    overrides = profile_overrides(lambda key: config.getoption(f"perf_{key}"), PLUGIN)
+    pyproject = config.rootpath / "pyproject.toml"
     try:
-        profiles = load_profiles(
-            config.rootpath / "pyproject.toml", config.getoption("perf_config")
+        profile = select_profile(
+            load_profiles(pyproject, config.getoption("perf_config")), name, overrides
         )
-        profile = select_profile(profiles, name, _overrides(config))
-    except PlanError as exc:
+        problem = kernels.forced_isa_problem()  # else 'unavailable' in every record's fingerprint
+        if problem:
+            raise pytest.UsageError(f"perfsuite: {problem}")
+        _check_outputs(config)
+        _check_stores(config)
+        gate = load_gate_config(
+            pyproject if pyproject.is_file() else None,
+            config.getoption("perf_threshold"),
+            config.getoption("perf_alpha"),
+        )
+    except (PlanError, NotWritable, StoreError, GateConfigError) as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
-    _check_environment()
-    _check_outputs(config)
-    _check_store(config)
     config.stash[SESSION] = _LazySession(
         profile,
         config.getoption("perf_out"),
@@ -80,7 +69,7 @@ def pytest_configure(config):
         config.getoption("perf_baseline"),
         config.getoption("perf_spark_master"),
     )
-    config.stash[GATE] = _gate_config(config)
+    config.stash[GATE] = gate
 
 
 # Options whose value is a path: "--perf-out DIR" in two words can steal pytest's rootdir.
@@ -134,28 +123,15 @@ def _project_ini(start: Path) -> Path | None:
     return None
 
 
-def _check_environment() -> None:
-    """A PERFSUITE_FORCE_ISA the CPU cannot run is a usage error before anything runs (it
-    used to end up as 'kernels.isa: unavailable' in the fingerprint of every record)."""
-    problem = kernels.forced_isa_problem()
-    if problem:
-        raise pytest.UsageError(f"perfsuite: {problem}")
-
-
 def _check_outputs(config) -> None:
     """Output locations are checked before anything is measured, not after (a read-only
     --perf-out used to fail with a traceback once every point had run)."""
-    checks = [(config.getoption("perf_out"), "--perf-out")]
+    check_writable_dir(config.getoption("perf_out"), "--perf-out")
     baseline = config.getoption("perf_baseline")
     if config.getoption("perf_save_baseline") and scheme_of(baseline) == "file":
-        checks.append((baseline.removeprefix("file://"), "--perf-baseline"))
+        check_writable_dir(baseline.removeprefix("file://"), "--perf-baseline")
     if os.environ.get(cache.ENV):
-        checks.append((os.environ[cache.ENV], cache.ENV))
-    try:
-        for path, what in checks:
-            check_writable_dir(path, what)
-    except NotWritable as exc:
-        raise pytest.UsageError(f"perfsuite: {exc}") from None
+        check_writable_dir(os.environ[cache.ENV], cache.ENV)
 
 
 def history_url(config) -> str | None:
@@ -163,42 +139,25 @@ def history_url(config) -> str | None:
     return config.getoption("perf_store") or os.environ.get(database.ENV) or None
 
 
-def _check_store(config) -> None:
+def _check_stores(config) -> None:
     """Open (and migrate) the stores before measuring: a bad URL is a usage error."""
     baseline = config.getoption("perf_baseline")
-    urls = [history_url(config), None if scheme_of(baseline) == "file" else baseline]
-    try:
-        for url in filter(None, urls):
+    for url in (history_url(config), None if scheme_of(baseline) == "file" else baseline):
+        if url:
             open_store(url).close()
-    except StoreError as exc:
-        raise pytest.UsageError(f"perfsuite: {exc}") from None
 
 
-def _gate_config(config):
-    pyproject = config.rootpath / "pyproject.toml"
-    try:
-        return load_gate_config(
-            pyproject if pyproject.is_file() else None,
-            config.getoption("perf_threshold"),
-            config.getoption("perf_alpha"),
-        )
-    except GateConfigError as exc:
-        raise pytest.UsageError(f"perfsuite: {exc}") from None
-
-
+@dataclass
 class _LazySession:
     """Reads the topology and fingerprint only when a sweep test is collected."""
 
-    def __init__(
-        self, profile, out_dir, counters=False, executor=None, baselines=None, spark_master=None
-    ):
-        self.profile = profile
-        self.spark_master = spark_master
-        self.baselines = baselines
-        self.out_dir = out_dir
-        self.counters = counters
-        self.executor = executor
-        self._session = None
+    profile: Profile
+    out_dir: Path
+    counters: bool = False
+    executor: str | None = None
+    baselines: str | None = None
+    spark_master: str | None = None
+    _session: PerfSession | None = field(default=None, init=False)
 
     def get(self):
         if self._session is None:
@@ -345,8 +304,7 @@ def pytest_terminal_summary(terminalreporter, config):
     session = lazy.get()
     tr = terminalreporter
     tr.section(
-        f"perfsuite sweep: profile {session.profile.name} on "
-        f"{session.fingerprint.hardware_class}"
+        f"perfsuite sweep: profile {session.profile.name} on {session.fingerprint.hardware_class}"
     )
     outcome = config.stash.get(OUTCOME, None)
     for line in outcome.report_lines if outcome is not None else []:

@@ -120,8 +120,6 @@ def point_id(p) -> str:
     return f"{head}-t{get('threads')}-{node}-b{get('batch')}{suffix}"
 
 
-
-
 class Stats(_Record):
     n: int = Field(ge=1)
     latency_p50_ms: Positive
@@ -160,10 +158,7 @@ class Interference(_Record):
     def why(self) -> str:
         """What disturbed the measurement, from its last window."""
         w = self.sessions[-1]
-        return (
-            f"other processes used {w.foreign_share:.0%} of the CPUs, "
-            f"steal {w.steal_share:.0%}"
-        )
+        return f"other processes used {w.foreign_share:.0%} of the CPUs, steal {w.steal_share:.0%}"
 
 
 class Speed(_Record):
@@ -232,6 +227,15 @@ class SparkRun(_Record):
     agreement: dict[str, JSONValue] = {}
 
 
+class Provenance(_Record):
+    """Which code a run measured (``perfsuite.host.provenance``)."""
+
+    commit: str | None = None
+    branch: str | None = None
+    dirty: bool | None = None  # uncommitted changes to tracked files
+    repository: str | None = None
+
+
 class ResultHead(_Record):
     """What the sweep knows of a point's result before it is measured."""
 
@@ -245,6 +249,7 @@ class ResultHead(_Record):
     error: str | None = None
     error_detail: str | None = None  # the whole message when ``error`` is its first line
     accuracy: Accuracy | None = None
+    source: Provenance | None = None  # additive in result/2
 
 
 class Measurement(_Record):
@@ -266,6 +271,28 @@ class Measurement(_Record):
     model: ModelInfo | None = None
     spark: SparkRun | None = None  # a Spark point's passes
     isolation: str | None = None  # how the point was run: worker, in-process, spark, ...
+
+
+class WorkerReply(_Record):
+    """What ``run_point`` in another interpreter prints (``execute.interpreter``)."""
+
+    measurement: Measurement
+    software: dict[str, str | None] = {}
+
+
+class TurnReply(BaseModel):
+    """One answer of a turn worker (``execute.turns``): ``ready`` with its set-up time, a
+    turn's ``samples_s``, or, on ``stop``, its session's settings, binding, software and
+    model. Open to additions: the other side may run a newer perfsuite."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    ready: bool = False
+    setup_s: NonNegative | None = None
+    samples_s: list[Positive] = []
+    settings: dict[str, JSONValue] = {}
+    binding: dict[str, JSONValue] | None = None
+    software: dict[str, str | None] = {}
+    model: ModelInfo | None = None
 
 
 class Result(Measurement, ResultHead):
@@ -425,6 +452,7 @@ class RunSummary(_Record):
     profile: dict[str, JSONValue]  # the profile as run (``sweep.plan.Profile``)
     fingerprint: Fingerprint
     points: list[RunPoint]
+    source: Provenance | None = None  # additive in run/1
 
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
@@ -472,12 +500,41 @@ class Check(_Record):
     detail: str = ""
 
 
+class InferenceGate(_Record):
+    points: int
+    failures: int
+
+
+class InferenceOutcome(_Record):
+    """What ``perfsuite qualify --inference`` got from its sweep: 0 passed, 1 failed, 2 the
+    sweep itself did not run."""
+
+    returncode: int
+    summary: str
+    run_dir: str | None
+    gate: InferenceGate | None  # None: no baseline to judge against
+
+
+class HostMeasurements(_Record):
+    """What ``perfsuite qualify`` measured on one host (GB/s and GFLOP/s)."""
+
+    bandwidth_gbs: dict[int, NonNegative]  # triad, per NUMA node
+    fma_per_core: NonNegative
+    fma_all_cores_per_core: NonNegative
+    fma_all_cores_readings: list[NonNegative] = []
+    quick: bool = False
+    gemm_efficiency: NonNegative | None = None  # absent in reports of early versions
+    fma_repeats: list[NonNegative] = Field(min_length=1)
+    inference: InferenceOutcome | None = None
+    recorded_at: str | None = None  # ISO time, when a report carries it
+
+
 class QualificationReport(_Record):
     schema_: Literal["perfsuite.qualification/1"] = Field(QUALIFICATION, alias="schema")
     verdict: Literal["PASS", "WARN", "FAIL"]
-    reference: dict[str, Any] | None
-    fingerprint: dict[str, Any]
-    measurements: dict[str, Any]
+    reference: Reference | None
+    fingerprint: Fingerprint
+    measurements: HostMeasurements
     seconds: NonNegative
     checks: list[Check]
 
@@ -544,7 +601,7 @@ def upgrade(data: dict) -> dict:
     return data
 
 
-def _one_line(exc: ValidationError) -> str:
+def one_line(exc: ValidationError) -> str:
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err["loc"]) or "(top level)"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
@@ -563,7 +620,7 @@ def _load(model: type[BaseModel], kind: str, data: Any, source: str) -> BaseMode
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise RecordError(f"{source} is not a valid {CURRENT[kind]}: {_one_line(exc)}") from None
+        raise RecordError(f"{source} is not a valid {CURRENT[kind]}: {one_line(exc)}") from None
 
 
 def dump(record: BaseModel) -> dict:

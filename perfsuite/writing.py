@@ -55,9 +55,7 @@ def check_writable_dir(path: Path | str, what: str) -> None:
     Leaves nothing behind."""
     path = Path(path)
     probe = path
-    while not probe.exists():
-        if probe.parent == probe:
-            break
+    while not probe.exists() and probe.parent != probe:
         probe = probe.parent
     if probe.exists() and not probe.is_dir():
         where = "is a file" if probe == path else f"cannot be created: {probe} is a file"

@@ -103,7 +103,7 @@ def test_another_interpreter_runs_a_point_and_serves_turns():
         rec = ex.run(point, {**PROTOCOL, "sessions": 1})
         assert rec.isolation == f"interpreter {sys.executable}" and ex.software
         worker = ex.turns(point, PROTOCOL)
-        assert worker.ask(None)["ready"] and len(worker.ask("turn 0.01")["samples_s"]) >= 1
+        assert worker.ask(None).ready and len(worker.ask("turn 0.01").samples_s) >= 1
     assert worker.proc.poll() is not None  # closing the executor ended its turn worker
     broken = executors.get_executor("interpreter", timeout=60, python="false", label="side y")
     with broken, pytest.raises(executors.WorkerError, match=f"^side y: {POINT.id}: no output$"):

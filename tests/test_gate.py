@@ -208,26 +208,28 @@ def P(name: str) -> str:
 def _record(pid, samples, ts=1.7e9):
     a = np.asarray(samples)
     model = pid.split("-")[0]
-    return records.load_result({
-        "schema": "perfsuite.result/2",
-        "id": pid,
-        "status": "ok",
-        "point": {
+    return records.load_result(
+        {
+            "schema": "perfsuite.result/2",
             "id": pid,
-            "model": model,
-            "framework": "fw",
-            "precision": "fp32",
-            "threads": 1,
-            "numa_node": None,
-            "batch": 1,
-            "mode": "latency",
-        },
-        "samples_s": a.tolist(),
-        "stats": summarize(a),
-        "timestamp": ts,
-        "software": {},
-        "hardware_class": "amd-zen3-2c-1n",
-    })
+            "status": "ok",
+            "point": {
+                "id": pid,
+                "model": model,
+                "framework": "fw",
+                "precision": "fp32",
+                "threads": 1,
+                "numa_node": None,
+                "batch": 1,
+                "mode": "latency",
+            },
+            "samples_s": a.tolist(),
+            "stats": summarize(a),
+            "timestamp": ts,
+            "software": {},
+            "hardware_class": "amd-zen3-2c-1n",
+        }
+    )
 
 
 def test_baseline_store_round_trip_and_refusals(tmp_path):

@@ -68,8 +68,8 @@ def test_import_is_idempotent_and_keeps_what_the_runs_said(store_url, tmp_path):
     assert not any(store.import_path(r).added for r in runs)  # twice adds nothing
     assert not store.import_path(runs[0] / "summary.json").added
     listed = store.runs()
-    assert len(listed) == 4 and all(r["points"] == 3 for r in listed)
-    assert listed[0]["started_at"] > listed[-1]["started_at"]  # newest first
+    assert len(listed) == 4 and all(r.points == 3 for r in listed)
+    assert listed[0].started_at > listed[-1].started_at  # newest first
     series = store.series("m0*")
     (name, hw), values = next(iter(series.items()))
     assert (name, hw) == (point_id(0), "amd-zen4-2c-1n") and len(values) == 4
@@ -83,7 +83,7 @@ def test_baselines_and_qualification_reports_import_too(store_url, tmp_path):
     store = HistoryStore(store_url)
     base = "baselines/amd-zen4-2c-1n/default.json"
     assert store.import_path(base).added and not store.import_path(base).added
-    assert [r["kind"] for r in store.runs()] == ["baseline"]
+    assert [r.kind for r in store.runs()] == ["baseline"]
     assert store.series() == {}  # history series are runs, not baselines
     q = _qualification(tmp_path, "host-a", 30.0)
     assert store.import_path(q).added and not store.import_path(q).added
@@ -135,7 +135,7 @@ def test_an_accepted_change_starts_the_series_anew(store_url, tmp_path):
     assert detect(store) == []
     with store.engine.connect() as conn:  # the stored change point went with it
         assert conn.scalar(sa.select(sa.func.count()).select_from(schema.change_points)) == 0
-    assert store.annotations(point_id(0))[0]["text"] == "new ORT release: accepted"
+    assert store.annotations(point_id(0))[0].text == "new ORT release: accepted"
 
 
 def test_an_excluded_run_leaves_every_series(store_url, tmp_path):
@@ -144,9 +144,9 @@ def test_an_excluded_run_leaves_every_series(store_url, tmp_path):
     for r in runs:
         store.import_path(r)
     victim = store.runs()[3]
-    store.exclude(str(victim["id"]), "host was being patched")
+    store.exclude(str(victim.id), "host was being patched")
     assert all(len(s) == 9 for s in store.series().values())
-    assert store.runs()[3]["excluded_reason"] == "host was being patched"
+    assert store.runs()[3].excluded_reason == "host was being patched"
 
 
 def _import(url, paths):

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from perfsuite import records
 from perfsuite.execute import bound
 from perfsuite.host import numa, placement
 from perfsuite.host.fingerprint import fingerprint
@@ -35,10 +36,10 @@ def _pid_and_status():
 def test_real_binding_to_node0_is_verified(mechanism):
     p = placement.node(HOST, 0)
     out = bound.run_bound(_pid_and_status, placement=p, mechanism=mechanism, timeout=120)
-    pid, status = out["result"]
-    assert pid != os.getpid() and out["mechanism"] == mechanism
-    assert out["binding"]["mempolicy"] == "bind" and out["binding"]["mempolicy_nodes"] == "0"
-    assert status["Cpus_allowed_list"] == out["binding"]["cpus_allowed"]
+    pid, status = out.result
+    assert pid != os.getpid() and out.mechanism == mechanism
+    assert out.binding["mempolicy"] == "bind" and out.binding["mempolicy_nodes"] == "0"
+    assert status["Cpus_allowed_list"] == out.binding["cpus_allowed"]
 
 
 def test_auto_falls_back_to_syscalls_without_numactl(monkeypatch):
@@ -46,8 +47,8 @@ def test_auto_falls_back_to_syscalls_without_numactl(monkeypatch):
     out = bound.run_bound(
         os.getpid, placement=placement.cpus(HOST, [HOST.online[-1]], (0,)), timeout=120
     )
-    assert out["mechanism"] == "syscall"
-    assert out["binding"]["cpus_allowed"] == str(HOST.online[-1])
+    assert out.mechanism == "syscall"
+    assert out.binding["cpus_allowed"] == str(HOST.online[-1])
     with pytest.raises(numa.BindingError, match="numactl was requested but is not installed"):
         bound.run_bound(os.getpid, placement=placement.node(HOST, 0), mechanism="numactl")
 
@@ -63,8 +64,8 @@ def test_a_binding_that_cannot_apply_is_an_error():
 def test_real_shard_run_one_worker_per_node():
     shards = bound.run_shards(os.getpid, placements=placement.shards(HOST, "node"), timeout=120)
     assert len(shards) == len(HOST.numa_nodes)
-    assert len({s["result"] for s in shards}) == len(shards)  # separate processes
-    assert all(s["binding"]["mempolicy"] == "bind" for s in shards)
+    assert len({s.result for s in shards}) == len(shards)  # separate processes
+    assert all(s.binding["mempolicy"] == "bind" for s in shards)
 
 
 # -- qualification ---------------------------------------------------------------------------
@@ -72,14 +73,21 @@ def test_real_shard_run_one_worker_per_node():
 REFS = qualify.shipped_references()
 
 
-def _measurements(nodes, bw, peak=78.0):
-    return {
-        "bandwidth_gbs": dict.fromkeys(range(nodes), bw),
-        "fma_per_core": peak,
-        "fma_all_cores_per_core": peak * 0.97,
-        "gemm_efficiency": 0.7,
-        "fma_repeats": [peak, peak * 0.99, peak * 1.01],
-    }
+def _measurements(nodes, bw, peak=78.0, slow_node=None, all_cores=0.97):
+    bandwidth = dict.fromkeys(range(nodes), bw)
+    if slow_node:
+        bandwidth[slow_node[0]] = slow_node[1]
+    return records.HostMeasurements(
+        bandwidth_gbs=bandwidth,
+        fma_per_core=peak,
+        fma_all_cores_per_core=peak * all_cores,
+        gemm_efficiency=0.7,
+        fma_repeats=[peak, peak * 0.99, peak * 1.01],
+    )
+
+
+def _ref(name):
+    return records.load_reference(json.loads(REFS[name].read_text()))
 
 
 def _fields(host_tree, name):
@@ -87,7 +95,7 @@ def _fields(host_tree, name):
 
 
 def test_7763_passes_with_expected_measurements(host_tree):
-    ref = json.loads(REFS["epyc-7763-2s-nps4.json"].read_text())
+    ref = _ref("epyc-7763-2s-nps4.json")
     fields = _fields(host_tree, "epyc7763-2s-nps4")
     checks = qualify.evaluate(fields, _measurements(8, 39.0), ref)
     bad = [c for c in checks if c.status == "FAIL"]
@@ -96,9 +104,8 @@ def test_7763_passes_with_expected_measurements(host_tree):
 
 
 def test_one_node_with_half_bandwidth_fails_naming_it(host_tree):
-    ref = json.loads(REFS["epyc-7763-2s-nps4.json"].read_text())
-    m = _measurements(8, 39.0)
-    m["bandwidth_gbs"][5] = 19.5
+    ref = _ref("epyc-7763-2s-nps4.json")
+    m = _measurements(8, 39.0, slow_node=(5, 19.5))
     checks = qualify.evaluate(_fields(host_tree, "epyc7763-2s-nps4"), m, ref)
     by_name = {c.name: c for c in checks}
     assert by_name["node5 triad GB/s"].status == "FAIL"
@@ -108,7 +115,7 @@ def test_one_node_with_half_bandwidth_fails_naming_it(host_tree):
 
 
 def test_slow_clock_and_settings_warn(host_tree):
-    ref = json.loads(REFS["epyc-9654-1s-nps1.json"].read_text())
+    ref = _ref("epyc-9654-1s-nps1.json")
     fields = _fields(host_tree, "epyc9654-1s-nps1")
     m = _measurements(1, 345.0, peak=70.0)  # 91% of the expected per-core FMA rate
     checks = qualify.evaluate(fields, m, ref)
@@ -120,14 +127,14 @@ def test_slow_clock_and_settings_warn(host_tree):
 
 
 def test_wrong_topology_fails(host_tree):
-    ref = json.loads(REFS["epyc-7763-2s-nps4.json"].read_text())
+    ref = _ref("epyc-7763-2s-nps4.json")
     fields = dict(_fields(host_tree, "epyc7763-2s-nps4"), **{"numa.node_count": 2})
     checks = qualify.evaluate(fields, _measurements(2, 39.0), ref)
     assert {c.name for c in checks if c.status == "FAIL"} == {"numa.node_count"}
 
 
 def test_reference_for_another_sku_is_a_clear_error(host_tree):
-    ref = json.loads(REFS["epyc-9654-1s-nps1.json"].read_text())
+    ref = _ref("epyc-9654-1s-nps1.json")
     with pytest.raises(qualify.QualifyError, match="is for cpu.microarchitecture = zen4"):
         qualify.evaluate(_fields(host_tree, "epyc7763-2s-nps4"), _measurements(8, 39), ref)
 
@@ -187,9 +194,7 @@ def test_no_reference_judges_what_needs_none(host_tree):
 
 def test_no_reference_still_fails_a_slow_node_and_warns_on_clock_and_masking(host_tree):
     fields = _fields(host_tree, "epyc7763-2s-nps4")
-    m = _measurements(8, 39.0)
-    m["bandwidth_gbs"][3] = 20.0
-    m["fma_all_cores_per_core"] = m["fma_per_core"] * 0.6
+    m = _measurements(8, 39.0, slow_node=(3, 20.0), all_cores=0.6)
     checks = qualify.evaluate(fields, m, None)
     by_name = {c.name: c for c in checks}
     assert by_name["node symmetry"].status == "FAIL"
@@ -209,11 +214,11 @@ def test_reference_from_medians_passes_the_measurements_it_came_from(host_tree):
     fp = fingerprint(host_tree("epyc7763-2s-nps4"), software=False)
     runs = [_measurements(8, bw, peak) for bw, peak in ((38.0, 77.0), (40.0, 79.0), (39.0, 75.0))]
     ref = qualify.make_reference(fp, runs, when="2026-12-02")
-    assert ref["bandwidth_gbs_per_node"]["expected"] == 39.0
-    assert ref["fma_gflops_per_core"]["expected"] == 77.0
-    assert ref["topology"]["numa.node_count"] == 8
-    assert ref["hardware_class"] == fp.hardware_class
-    assert ref["saved"]["date"] == "2026-12-02"
+    assert ref.bandwidth_gbs_per_node.expected == 39.0
+    assert ref.fma_gflops_per_core.expected == 77.0
+    assert ref.topology["numa.node_count"] == 8
+    assert ref.hardware_class == fp.hardware_class
+    assert ref.saved["date"] == "2026-12-02"
     checks = qualify.evaluate(fp.fields, runs[0], ref)
     assert qualify.verdict(checks) in ("PASS", "WARN")
     assert not [c for c in checks if c.status == "FAIL"]
@@ -281,18 +286,21 @@ def test_inference_matrix_on_this_host():
     protocol = {"min_time": 0.05, "min_samples": 10, "warmup_time": 0.02, "warmup_calls": 2}
     m = bound.inference_matrix(point, protocol, HOST, timeout=300)
     assert set(m) == set(placement.matrix(HOST))
-    assert all(s["throughput_ips"] > 0 and s["n"] >= 10 for s in m.values())
+    assert all(s.throughput_ips > 0 and s.n >= 10 for s in m.values())
 
 
 def test_inference_check_grades_the_gate():
     assert qualify.check_inference(None)[0].status == "SKIP"
     ok = {"returncode": 0, "summary": "", "run_dir": "r", "gate": {"points": 8, "failures": 0}}
-    assert qualify.check_inference(ok)[0].status == "PASS"
-    bad = dict(ok, returncode=1, gate={"points": 8, "failures": 2})
-    assert qualify.check_inference(bad)[0].status == "FAIL"
-    assert qualify.check_inference(dict(ok, gate=None))[0].status == "WARN"
-    crashed = dict(ok, returncode=3)
-    assert qualify.check_inference(crashed)[0].status == "FAIL"
+
+    def graded(**change):
+        outcome = records.InferenceOutcome.model_validate({**ok, **change})
+        return qualify.check_inference(outcome)[0].status
+
+    assert graded() == "PASS"
+    assert graded(returncode=1, gate={"points": 8, "failures": 2}) == "FAIL"
+    assert graded(gate=None) == "WARN"
+    assert graded(returncode=3) == "FAIL"
 
 
 def test_qualify_runs_a_real_inference_sweep_against_a_baseline(tmp_path):
@@ -300,19 +308,19 @@ def test_qualify_runs_a_real_inference_sweep_against_a_baseline(tmp_path):
     without a baseline the sweep is measured but not judged (WARN); after saving one, the
     next qualification judges against it."""
     info = qualify.run_inference(tmp_path / "q1", tmp_path / "baselines", "smoke")
-    assert info["returncode"] == 0, info
+    assert info.returncode == 0, info
     (check,) = qualify.check_inference(info)
     assert check.status == "WARN" and "no baseline" in check.detail
-    run = qualify.Path(info["run_dir"])
+    run = qualify.Path(info.run_dir)
     from perfsuite.store import baseline
     from perfsuite.store.files import read_run
     from perfsuite.sweep.compare import load_side
 
     done = read_run(run)
-    records = done.results
-    baseline.save(tmp_path / "baselines", done.summary.fingerprint.as_dict(), "smoke", records)
+    results = done.results
+    baseline.save(tmp_path / "baselines", done.summary.fingerprint.as_dict(), "smoke", results)
     info = qualify.run_inference(tmp_path / "q2", tmp_path / "baselines", "smoke")
     (check,) = qualify.check_inference(info)
-    assert info["gate"] is not None and info["gate"]["points"] == len(records)
+    assert info.gate is not None and info.gate.points == len(results)
     assert check.status in ("PASS", "FAIL")  # judged against the baseline either way
     assert load_side(run).samples

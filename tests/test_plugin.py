@@ -436,9 +436,10 @@ def test_a_framework_is_one_module(sweep, registry, tmp_path):
     assert record["isolation"] == "worker"  # the worker imported the conftest that defines it
 
 
-def test_runs_are_recorded_in_the_history_store(sweep, registry, tmp_path):
-    """--perf-store: each run lands in the history database, and report.html gains its
-    points' trend charts from there; a store that cannot be opened stops before measuring."""
+def test_runs_are_recorded_in_the_history_store(sweep, registry, tmp_path, monkeypatch):
+    """--perf-store: each run lands in the history database with the commit it measured, and
+    report.html gains its points' trend charts from there; a store that cannot be opened
+    stops before measuring."""
     from perfsuite.store.database import HistoryStore
 
     sweep.makeconftest(TOY_BACKEND)
@@ -456,12 +457,22 @@ def test_runs_are_recorded_in_the_history_store(sweep, registry, tmp_path):
         "--perf-store",
         url,
     ]
+    shas = ["a" * 40, "b" * 40]  # as GitHub Actions says which commit a job checked out
     for i in range(2):
+        monkeypatch.setenv("GITHUB_SHA", shas[i])
+        monkeypatch.setenv("GITHUB_REF_NAME", "main")
+        monkeypatch.setenv("GITHUB_REPOSITORY", "example/perfsuite")
         r = sweep.runpytest(*args, "--perf-out", str(tmp_path / f"runs{i}"))
         assert r.ret == 0, r.stdout.str()
         assert "history: run recorded in sqlite:///" in r.stdout.str()
     store = HistoryStore(url)
-    assert [r["points"] for r in store.runs()] == [1, 1]
+    assert [r.points for r in store.runs()] == [1, 1]
+    assert [r.commit for r in store.runs()] == shas[::-1]  # newest first
+    (summary,) = (tmp_path / "runs1").glob("*/summary.json")
+    (point,) = summary.parent.glob("points/*.json")
+    for recorded in (json.loads(summary.read_text()), json.loads(point.read_text())):
+        assert recorded["source"]["commit"] == shas[1] and recorded["source"]["branch"] == "main"
+        assert recorded["source"]["repository"] == "https://github.com/example/perfsuite"
     (report,) = (tmp_path / "runs1").glob("*/report.html")
     page = report.read_text()
     assert "id='trend-small_cnn-toyfw-fp32-t1-unbound-b1'" in page and "<svg" in page

@@ -176,8 +176,16 @@ def test_every_written_report_kind_has_a_schema_and_validates(tmp_path):
         records.load_gate_report(bad)
     with pytest.raises(records.RecordError, match="verdict"):
         records.load_gate_report(dict(good, verdicts=[{"id": "a", "verdict": "slower"}]))
+    measured = {"bandwidth_gbs": {"0": 30.0}, "fma_per_core": 120.0,
+                "fma_all_cores_per_core": 118.0, "fma_repeats": [120.0]}  # fmt: skip
+    report = {"schema": records.QUALIFICATION, "verdict": "PASS", "reference": None,
+              "fingerprint": {"fields": {}, "classes": {}}, "measurements": measured,
+              "seconds": 1.0,
+              "checks": [{"group": "g", "name": "n", "status": "PASS"}]}  # fmt: skip
+    records.load_qualification(report)
     with pytest.raises(records.RecordError, match="checks.0.status"):
-        records.load_qualification({"schema": records.QUALIFICATION, "verdict": "PASS",
-                                    "reference": None, "fingerprint": {}, "measurements": {},
-                                    "seconds": 1.0, "checks": [{"group": "g", "name": "n",
-                                    "status": "OK"}]})  # fmt: skip
+        records.load_qualification(
+            dict(report, checks=[{"group": "g", "name": "n", "status": "OK"}])
+        )
+    with pytest.raises(records.RecordError, match="measurements.fma_repeats"):
+        records.load_qualification(dict(report, measurements={**measured, "fma_repeats": []}))

@@ -21,8 +21,12 @@ def _result(pid="x-fw-fp32-t1-unbound-b1", median=0.01, seed=0):
 
 def _summary(results):
     return records.RunSummary.model_validate(
-        {"schema": records.RUN, "profile": {"name": "smoke"}, "fingerprint": fingerprint(),
-         "points": [{"id": r.id, "status": r.status} for r in results]}  # fmt: skip
+        {
+            "schema": records.RUN,
+            "profile": {"name": "smoke"},
+            "fingerprint": fingerprint(),
+            "points": [{"id": r.id, "status": r.status} for r in results],
+        }  # fmt: skip
     )
 
 

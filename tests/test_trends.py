@@ -35,7 +35,7 @@ def page(tmp_path_factory):
     store = HistoryStore(url)
     for r in step_history(tmp / "runs", 60, 2, step_point=1, step_at=40, step=0.2):
         store.import_path(r)
-    store.annotate(point_id(0), store.runs()[30]["run_key"][:8], "kernel update", accepted=False)
+    store.annotate(point_id(0), store.runs()[30].run_key[:8], "kernel update", accepted=False)
     out = tmp / "trends.html"
     assert main(["db", "--store", url, "trends", "--out", str(out)]) == 0
     return out

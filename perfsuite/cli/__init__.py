@@ -30,6 +30,7 @@ VERBS = {
     "against A",
     "icount": "instruction counts of the kernels under valgrind: deterministic, gated at 1%%",
     "db": "the results history: import, runs, history, changes, ...",
+    "export": "a run as github-action-benchmark, Bencher (BMF) or Conbench JSON",
 }
 
 

@@ -14,7 +14,7 @@ from perfsuite.gate.statistics import GateConfig
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.host.topology import read_topology
 from perfsuite.kernels import cpu_features
-from perfsuite.options import add_options
+from perfsuite.options import add_options, profile_overrides
 from perfsuite.sweep import ab, ab_report
 from perfsuite.sweep.plan import PlanError, expand, load_profiles, select_profile
 from perfsuite.writing import NotWritable, check_writable_dir
@@ -53,11 +53,7 @@ def cmd_ab(args) -> int:
         most = 4 * args.rounds if args.max_rounds is None else args.max_rounds
         if most < args.rounds:
             raise ValueError(f"--max-rounds {most}: fewer than --rounds {args.rounds}")
-        overrides = {
-            "models": args.models, "frameworks": args.frameworks, "precisions": args.precisions,
-            "threads": args.threads, "numa_nodes": args.numa_nodes, "batch": args.batch,
-            "mode": [args.mode] if args.mode else None, "min_time": args.min_time,
-        }  # fmt: skip
+        overrides = profile_overrides(lambda key: getattr(args, key), "ab")
         profile = select_profile(
             load_profiles(Path("pyproject.toml"), args.config), args.profile, overrides
         )

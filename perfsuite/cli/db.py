@@ -8,8 +8,10 @@ from __future__ import annotations
 import datetime
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
+from perfsuite import records
 from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.cli.tables import fleet_table, table
 from perfsuite.fleet import scoring as fleet
@@ -51,21 +53,21 @@ def cmd_import(args) -> int:
 def cmd_runs(args) -> int:
     rows = _store(args).runs(limit=args.limit)
     if args.json:
-        _print_json(rows)
+        _print_json([asdict(r) for r in rows])
         return EXIT_OK
     table(
         "runs, newest first",
         ["id", "key", "time (UTC)", "kind", "class", "profile", "points", "excluded"],
         [
             [
-                r["id"],
-                r["run_key"][:10],
-                f"{r['started_at']:%Y-%m-%d %H:%M:%S}",
-                r["kind"],
-                r["hardware_class"],
-                r["profile"],
-                r["points"],
-                r["excluded_reason"] if r["excluded"] else "",
+                r.id,
+                r.run_key[:10],
+                f"{r.started_at:%Y-%m-%d %H:%M:%S}",
+                r.kind,
+                r.hardware_class,
+                r.profile,
+                r.points,
+                r.excluded_reason if r.excluded else "",
             ]
             for r in rows
         ],
@@ -182,8 +184,8 @@ def cmd_trends(args) -> int:
 
 def cmd_fleet(args) -> int:
     rules = fleet.load_rules(args.rules)
-    reports = _store(args).qualifications(args.hw_class)
-    classes = sorted({r["hardware_class"] for r in reports})
+    stored = _store(args).qualifications(args.hw_class)
+    classes = sorted({q.report.fingerprint.hardware_class for q in stored})
     if len(classes) != 1:
         print(
             "perfsuite db fleet: "
@@ -195,31 +197,31 @@ def cmd_fleet(args) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    hosts = {}
-    for r in reports:
-        fields = r["report"]["fingerprint"]["fields"]
-        name = fields.get("os.hostname") or f"host{r['host_id']}"
-        hosts[f"{name}" if name not in hosts else f"{name}#{r['host_id']}"] = r
-    scores = fleet.score(
-        {n: fleet.metrics(r["report"]["measurements"]) for n, r in hosts.items()}, rules, classes[0]
-    )
+    hosts: dict[str, records.QualificationReport] = {}
+    for q in stored:
+        name = q.report.fingerprint.fields.get("os.hostname") or f"host{q.host_id}"
+        hosts[name if name not in hosts else f"{name}#{q.host_id}"] = q.report
+    measured = {n: fleet.metrics(records.dump(r.measurements)) for n, r in hosts.items()}
+    scores = fleet.score(measured, rules, classes[0])
     if args.json:
         _print_json([s.as_dict() for s in scores])
     else:
-        fleet_table(scores, {h: r["report"]["verdict"] for h, r in hosts.items()})
+        fleet_table(scores, {h: r.verdict for h, r in hosts.items()})
     if args.out:
         for s in scores:
             atomic_write_text(args.out / f"{s.host}.json", json.dumps(s.as_dict(), indent=1))
         print(f"per-host verdicts: {args.out}/<host>.json")
     if args.save_reference:
-        good = [hosts[s.host]["report"] for s in scores if s.verdict == "PASS"]
+        good = [hosts[s.host] for s in scores if s.verdict == "PASS"]
         if not good:
             print("perfsuite db fleet: no passing host to build a reference from", file=sys.stderr)
             return EXIT_FAIL
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
-        ref = make_reference(good[0]["fingerprint"], [g["measurements"] for g in good], when=when)
-        ref["source"] += f"; fleet median over {len(good)} passing hosts"
-        atomic_write_text(args.save_reference, json.dumps(ref, indent=1) + "\n")
+        note = f"; fleet median over {len(good)} passing hosts"
+        ref = make_reference(
+            good[0].fingerprint, [g.measurements for g in good], when=when, note=note
+        )
+        atomic_write_text(args.save_reference, json.dumps(records.dump(ref), indent=1) + "\n")
         print(f"reference saved: {args.save_reference}")
     return EXIT_FAIL if any(s.verdict == "FAIL" for s in scores) else EXIT_OK
 

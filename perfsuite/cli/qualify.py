@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from perfsuite import records
 from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.cli.tables import fleet_table
 from perfsuite.execute.isolation import WorkerError
@@ -54,7 +55,7 @@ def cmd_qualify(args) -> int:
     except NotWritable as exc:
         return _usage(str(exc))
     try:
-        report, checks, runs = qualify_here(
+        report, runs = qualify_here(
             quick=args.quick,
             reference=None
             if args.no_reference or args.save_reference
@@ -65,19 +66,20 @@ def cmd_qualify(args) -> int:
         )
     except qualify.QualifyError as exc:
         return _usage(str(exc))
-    ref, result = report["reference"], report["verdict"]
-    for c in checks:
+    ref, result = report.reference, report.verdict
+    for c in report.checks:
         print(
             f"{c.status:<5} {c.group:<10} {c.name:<48} measured {c.measured!s:<22} "
             f"expected {c.expected!s:<18} {c.detail}"
         )
     elapsed = time.perf_counter() - t0
-    against = f"'{ref['sku']}'" if ref else "no reference (checks that need one are WARN)"
+    against = f"'{ref.sku}'" if ref else "no reference (checks that need one are WARN)"
     print(f"qualification of {fp.hardware_class} against {against}: {result} ({elapsed:.0f} s)")
     out = Path(args.out)
-    atomic_write_text(out / "qualification.json", json.dumps(report, indent=1))
+    atomic_write_text(out / "qualification.json", json.dumps(records.dump(report), indent=1))
     atomic_write_text(
-        out / "qualification.html", qualify.html(checks, f"qualification of {fp.hardware_class}")
+        out / "qualification.html",
+        qualify.html(report.checks, f"qualification of {fp.hardware_class}"),
     )
     print(f"reports: {out / 'qualification.json'}, {out / 'qualification.html'}")
     if args.save_reference:
@@ -89,8 +91,9 @@ def cmd_qualify(args) -> int:
             return EXIT_FAIL
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
         new_ref = qualify.make_reference(fp, runs, when=when)
-        atomic_write_text(Path(args.save_reference), json.dumps(new_ref, indent=1) + "\n")
-        print(f"reference saved: {args.save_reference} ({new_ref['source']})")
+        text = json.dumps(records.dump(new_ref), indent=1) + "\n"
+        atomic_write_text(Path(args.save_reference), text)
+        print(f"reference saved: {args.save_reference} ({new_ref.source})")
     return EXIT_FAIL if result == "FAIL" else EXIT_OK
 
 
@@ -122,23 +125,23 @@ def cmd_qualify_fleet(args) -> int:
         print(f"perfsuite qualify: {exc}", file=sys.stderr)
         return EXIT_USAGE if not isinstance(exc, WorkerError) else EXIT_FAIL
     for host, report in sorted(run.reports.items()):
-        cls = report["fingerprint"]["hardware_class"]
-        print(f"{host}: {cls}: {report['verdict']} ({run.written[host]})")
+        cls = report.fingerprint.hardware_class
+        print(f"{host}: {cls}: {report.verdict} ({run.written[host]})")
     for host, why in sorted(run.errors.items()):
         print(f"{host}: no report: {why}")
     by_class: dict = {}
     for host, report in run.reports.items():
-        by_class.setdefault(report["fingerprint"]["hardware_class"], {})[host] = report
-    failed = bool(run.errors) or any(r["verdict"] == "FAIL" for r in run.reports.values())
+        by_class.setdefault(report.fingerprint.hardware_class, {})[host] = report
+    failed = bool(run.errors) or any(r.verdict == "FAIL" for r in run.reports.values())
     rules = fleet.load_rules(None)
     for cls, reports in sorted(by_class.items()):
         if len(reports) < 2:
             print(f"fleet of {cls}: 1 host, nothing to score against")
             continue
         scores = fleet.score(
-            {h: fleet.metrics(r["measurements"]) for h, r in reports.items()}, rules, cls
+            {h: fleet.metrics(records.dump(r.measurements)) for h, r in reports.items()}, rules, cls
         )
-        fleet_table(scores, {h: r["verdict"] for h, r in reports.items()})
+        fleet_table(scores, {h: r.verdict for h, r in reports.items()})
         failed |= any(s.verdict == "FAIL" for s in scores)
     return EXIT_FAIL if failed else EXIT_OK
 

@@ -20,6 +20,8 @@ import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 from perfsuite.execute.executors import BaseExecutor, FreshWorker, isolated
 from perfsuite.execute.isolation import WorkerCrashed, WorkerError, WorkerTimeout, run_isolated
@@ -35,9 +37,19 @@ from perfsuite.records import Measurement, Point
 MECHANISMS = ("auto", "numactl", "syscall")
 
 
+@dataclass(frozen=True)
+class Bound:
+    """What a bound call returned, the binding the kernel had in force, and how it was made."""
+
+    result: Any
+    binding: dict[str, Any]  # ``numa.Binding.as_dict()``
+    mechanism: str  # numactl | syscall
+    placement: str
+
+
 def _bind_then_call(cpus, mem_nodes, fn, args, kwargs):
     binding = numa.bind(list(cpus), list(mem_nodes) if mem_nodes is not None else None)
-    return {"result": fn(*args, **kwargs), "binding": binding.as_dict()}
+    return fn(*args, **kwargs), binding.as_dict()
 
 
 def _numactl(placement, fn, args, kwargs, timeout):
@@ -70,8 +82,8 @@ def _numactl(placement, fn, args, kwargs, timeout):
 
 def run_bound(
     fn, *args, placement: Placement, mechanism: str = "auto", timeout: float = 600, **kwargs
-) -> dict:
-    """{'result', 'binding', 'mechanism'} of fn(*args, **kwargs) run under ``placement``."""
+) -> Bound:
+    """fn(*args, **kwargs) run under ``placement``, its binding verified."""
     if mechanism not in MECHANISMS:
         raise ValueError(f"binding mechanism {mechanism!r}: use one of {', '.join(MECHANISMS)}")
     use = mechanism
@@ -80,20 +92,18 @@ def run_bound(
     if use == "numactl":
         if not shutil.which("numactl"):
             raise BindingError("numactl was requested but is not installed (Debian: numactl)")
-        out = _numactl(placement, fn, args, kwargs, timeout)
+        result, binding = _numactl(placement, fn, args, kwargs, timeout)
     else:
-        out = run_isolated(
+        result, binding = run_isolated(
             _bind_then_call, placement.cpus, placement.mem_nodes, fn, args, kwargs, timeout=timeout
         ).value
-    numa.verify(out["binding"], placement.cpus, placement.mem_nodes, use)
-    out["mechanism"] = use
-    out["placement"] = placement.label
-    return out
+    numa.verify(binding, placement.cpus, placement.mem_nodes, use)
+    return Bound(result, binding, use, placement.label)
 
 
 def run_shards(
     fn, *args, placements: list[Placement], mechanism: str = "auto", timeout: float = 600, **kwargs
-) -> list[dict]:
+) -> list[Bound]:
     """One bound worker per placement, all started together (the multi-socket recipe)."""
     with ThreadPoolExecutor(max_workers=len(placements)) as pool:
         futures = [
@@ -117,7 +127,7 @@ def bandwidth_matrix(
         res = run_bound(
             triad_best, n, len(cpus), repeats, placement=p, mechanism=mechanism, timeout=timeout
         )
-        out[(cpu_node, mem_node)] = res["result"]
+        out[(cpu_node, mem_node)] = res.result
     return out
 
 
@@ -137,7 +147,7 @@ def inference_matrix(
             mechanism=mechanism,
             timeout=timeout,
         )
-        out[(cpu_node, mem_node)] = res["result"]["stats"]
+        out[(cpu_node, mem_node)] = Measurement.model_validate(res.result).stats
     return out
 
 
@@ -174,6 +184,6 @@ class BoundWorker(BaseExecutor):
                                 mechanism=self.mechanism, timeout=self.timeout)  # fmt: skip
             except BindingError as exc:
                 raise WorkerError(str(exc)) from exc
-            parts.append(Measurement.model_validate(out["result"]))
-            used = out["mechanism"]
+            parts.append(Measurement.model_validate(out.result))
+            used = out.mechanism
         return isolated(pool_sessions(point, parts), f"bound worker ({used})")

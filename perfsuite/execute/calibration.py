@@ -2,13 +2,9 @@
 bandwidth-bound STREAM triad (memory and L3 neighbours), a few ms each, run right before a
 session's warm-up and right after its window, never inside it.
 
-Recorded, not divided out: normalising ResNet-50 throughput by either probe did not cut the
-between-run spread on the development VMs (``tools/calibration_experiment.py``; Zen 3
-int8_static CV 5.94% raw and 5.94% per FMA probe, fp32 4.54% raw and 5.18%), so the gate judges
-raw times and the record keeps the probes for the reader. Both run on one thread: after a
-2-thread window the framework's pool still spins (ORT), and a 2-thread probe read 0.1x there.
-Zen 1 VM, nine default sweeps: 1-thread ResNet-50 CV median 6.2% raw, 6.0% per FMA probe,
-11.5% per triad probe; 2-thread 13.6%, 25.6%, 16.5% (``tools/between_run_cv.py``).
+Recorded, not divided out: normalising by either probe did not cut the between-run spread
+(docs/measurements/between-run-cv.md), so the gate judges raw times. Both run on one thread:
+after a 2-thread window the framework's pool still spins (ORT), and a 2-thread probe read 0.1x.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ inputs were counted.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -20,9 +21,9 @@ from perfsuite.records import Counters
 EVENTS = ("cycles", "instructions", "cache-references", "cache-misses", "LLC-load-misses")
 
 
-def _none_counted(events, reason: str) -> Counters:
+def _none_counted(events, reason: str, returncode: int | None = None) -> Counters:
     return Counters(
-        counts={}, unsupported=dict.fromkeys(events, reason), derived={}, returncode=None
+        counts={}, unsupported=dict.fromkeys(events, reason), derived={}, returncode=returncode
     )
 
 
@@ -59,23 +60,22 @@ def parse_perf_csv(text: str, events=EVENTS, returncode: int | None = None) -> C
     return Counters(counts=counts, unsupported=unsupported, derived=derived, returncode=returncode)
 
 
+def _perf_stat_cmd(events, *target: str) -> list[str] | None:
+    """``perf stat`` of ``events`` in CSV on ``target``, or None when perf is not installed."""
+    perf = shutil.which("perf")
+    return None if perf is None else [perf, "stat", "-x,", "-e", ",".join(events), *target]
+
+
 def perf_stat(cmd: list[str], events=EVENTS, timeout: float = 600) -> Counters:
     """Run ``cmd`` under ``perf stat``; every event is either counted or unsupported."""
-    perf = shutil.which("perf")
-    if perf is None:
+    perf_cmd = _perf_stat_cmd(events, "--", *cmd)
+    if perf_cmd is None:
         return _none_counted(events, NO_PERF)
-    proc = subprocess.run(
-        [perf, "stat", "-x,", "-e", ",".join(events), "--", *cmd],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    proc = subprocess.run(perf_cmd, capture_output=True, text=True, timeout=timeout)
     res = parse_perf_csv(proc.stderr, events, proc.returncode)
     if proc.returncode != 0 and not res.counts:
         reason = (proc.stderr.strip().splitlines() or ["perf failed"])[-1]
-        return _none_counted(events, f"perf stat failed: {reason}").model_copy(
-            update={"returncode": proc.returncode}
-        )
+        return _none_counted(events, f"perf stat failed: {reason}", proc.returncode)
     return res
 
 
@@ -98,15 +98,12 @@ class PerfAttach:
         self._proc = None
 
     def __enter__(self):
-        perf = shutil.which("perf")
-        if perf is None:
+        cmd = _perf_stat_cmd(self.events, "-p", str(self.pid))
+        if cmd is None:
             self.result = _none_counted(self.events, NO_PERF)
             return self
         self._proc = subprocess.Popen(
-            [perf, "stat", "-x,", "-e", ",".join(self.events), "-p", str(self.pid)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
         )
         return self
 
@@ -133,6 +130,31 @@ kernels.gemm_f32(a, b, threads=1)
 """
 
 
+@contextlib.contextmanager
+def callgrind(script: str, collect: str, *options: str, timeout: float, **run):
+    """Run Python ``script`` under callgrind, collecting only inside functions matching
+    ``collect``; yields (the process, its output file or None when valgrind failed)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        cmd = [shutil.which("valgrind") or "valgrind", "--tool=callgrind", *options]
+        cmd += ["--collect-atstart=no", f"--toggle-collect={collect}"]
+        cmd += [f"--callgrind-out-file={out}", sys.executable, "-c", script]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **run)
+        yield proc, out if proc.returncode == 0 and os.path.exists(out) else None
+
+
+def callgrind_totals(out: str) -> dict[str, int]:
+    """Event -> total over the collection, from a callgrind output file ({} without totals)."""
+    events, totals = [], []
+    with open(out) as f:
+        for line in f:
+            if line.startswith("events:"):
+                events = line.split()[1:]
+            elif line.startswith(("totals:", "summary:")):
+                totals = [int(x) for x in line.split()[1:]]
+    return dict(zip(events, totals, strict=False))
+
+
 def simulated_cache_misses(m: int = 64, k: int = 64, n: int = 64, timeout: float = 600) -> dict:
     """Cache misses of one ``gemm_f32`` call simulated by valgrind (callgrind's cache
     simulator, collecting only inside the kernel). About 2000x slower than native, so meant
@@ -140,42 +162,17 @@ def simulated_cache_misses(m: int = 64, k: int = 64, n: int = 64, timeout: float
     unavailable. Returns the event totals (Ir, Dr, Dw, I1mr, D1mr, D1mw, ILmr, DLmr, DLmw) and
     miss rates, or {'unsupported': reason}."""
 
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
+    if shutil.which("valgrind") is None:
         return {"unsupported": "valgrind is not installed (Debian: valgrind)"}
     if max(m, k, n) > 512:
         raise ValueError(f"shape {m}x{k}x{n} is too large for simulation (<= 512 per dimension)")
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "callgrind.out")
-        proc = subprocess.run(
-            [
-                valgrind,
-                "--tool=callgrind",
-                "--cache-sim=yes",
-                "--collect-atstart=no",
-                "--toggle-collect=*gemm_f32_into*",
-                f"--callgrind-out-file={out}",
-                sys.executable,
-                "-c",
-                _CACHEGRIND_SNIPPET.format(m=m, k=k, n=n),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if proc.returncode != 0 or not os.path.exists(out):
+    script = _CACHEGRIND_SNIPPET.format(m=m, k=k, n=n)
+    with callgrind(script, "*gemm_f32_into*", "--cache-sim=yes", timeout=timeout) as (proc, out):
+        if out is None:
             return {"unsupported": f"valgrind failed: {proc.stderr.strip()[-200:]}"}
-        events, totals = None, None
-        with open(out) as f:
-            lines = f.read().splitlines()
-        for line in lines:
-            if line.startswith("events:"):
-                events = line.split()[1:]
-            elif line.startswith("totals:"):
-                totals = [int(x) for x in line.split()[1:]]
-    if not events or not totals:
+        ev = callgrind_totals(out)
+    if not ev:
         return {"unsupported": "callgrind wrote no totals"}
-    ev = dict(zip(events, totals, strict=False))
     d_refs = ev.get("Dr", 0) + ev.get("Dw", 0)
     d1 = ev.get("D1mr", 0) + ev.get("D1mw", 0)
     ll = ev.get("DLmr", 0) + ev.get("DLmw", 0)

@@ -6,20 +6,15 @@ SparkSession), and the sweep closes its executor at the end of the run.
 
 - ``worker`` (default): a fresh spawned process for each session of a point, with a deadline;
   a crash or hang is an error for that point only; a bound point is bound inside the worker
-  before anything allocates. Nothing an earlier point left (framework thread pools, allocator
-  state) reaches the next one, and each session draws its own process state.
-- ``in-process``: in the pytest process itself, for debugging. It cannot bind a point to a
-  NUMA node (that would bind the whole run), so it refuses bound points.
+  before anything allocates.
+- ``in-process``: in the pytest process itself, for debugging; refuses NUMA-bound points.
 - ``auto``: ``worker`` for bound points, ``in-process`` for unbound ones.
 - ``numactl`` (``perfsuite.execute.bound``): a bound point's sessions each in a process
-  started under ``numactl`` (the article's recipe), the binding checked; unbound ones as
-  ``worker``.
+  started under ``numactl``, the binding checked; unbound ones as ``worker``.
 - ``interpreter`` (``perfsuite.execute.interpreter``): each point in a fresh process of
-  another Python (its own perfsuite, frameworks and kernels): one side of ``perfsuite ab``,
-  whose call-interleaved turns run through it too.
-- ``spark`` (``perfsuite.execute.spark``): Spark points (``point.spark``); one SparkSession,
-  stopped by ``close``. With ``spark_master``/``spark_items`` given, ``get_executor`` sends
-  the run's Spark points to it whatever the executor chosen for the others.
+  another Python (its own perfsuite, frameworks and kernels): one side of ``perfsuite ab``.
+- ``spark`` (``perfsuite.execute.spark``): Spark points; one SparkSession, stopped by
+  ``close``. ``WithSpark`` sends a run's Spark points there whatever the others' executor.
 
 Executors are found by name in ``EXECUTORS``, the ``perfsuite.executors`` entry points
 (``perfsuite.prepare.extensions``): a new one is a class with a ``name``, built with keyword
@@ -107,11 +102,9 @@ class InProcess(BaseExecutor):
 
 
 class FreshWorker(BaseExecutor):
-    """One spawned process per session. A process draws state once that its sessions share:
-    on the 2-vCPU Zen 4 VM, two sessions in one process agreed within 0.3-0.6% while
-    processes started seconds apart spread 4-8% at 2 threads (ONNX Runtime int8_dynamic
-    134 or 164 ms, OpenVINO int8_static_rr 10.5 or 11.9 ms; six processes each, with or
-    without ASLR). Sessions in separate processes sample that spread; in one they hide it.
+    """One spawned process per session. A process draws state once that its sessions share,
+    so sessions in separate processes sample that spread; in one they hide it
+    (docs/measurements/2026-12-05-zen4-process-spread.md).
 
     A spawned worker starts with this process's ``sys.path`` (multiprocessing sends it), so
     it finds the same entry points; a backend or precision registered at run time (a
@@ -152,15 +145,11 @@ def isolated(measured: Measurement, how: str) -> Measurement:
     return measured.model_copy(update={"isolation": how})
 
 
-def _factory(obj):
-    return obj
-
-
 # name -> executor class (or any callable taking keyword options): the entry points
-EXECUTORS: Registry = Registry(GROUP, _factory)
+EXECUTORS: Registry = Registry(GROUP)
 
 # A fresh worker per session: in-process a point reads whatever the points before it left, and
-# sessions in one process share what that process drew. Measured: README, "Isolation".
+# sessions in one process share what that process drew (docs/guide/sweep.md, "Isolation").
 DEFAULT = FreshWorker.name
 
 

@@ -4,15 +4,12 @@ kernel point runs once under valgrind's callgrind with collection limited to the
 not move with the clock, neighbours or steal, so they are gated with a tight threshold
 (CodSpeed's design for noisy runners).
 
-Valgrind has no AVX-512: under it the CPU reports AVX2 at most, so the counts are those of
-the AVX2 variants (``PERFSUITE_FORCE_ISA=avx2``). The blocking still follows the host's
-caches, so compare counts within a hardware class. The counted process gets a fixed, minimal
-environment, working directory and hash seed: the heap's history, and so what the kernel's
-scratch allocations cost, follows them (with the caller's environment, runs from two shells
-were 6 instructions apart). With them, counts are identical run to run (gemm_f32 n=128:
-691,851 in every run, from different environments and directories); glibc's allocator calls
-are also taken out of the count. A 6-row A block added 1.2-1.3% (caught at 1%) where a
-12-row one added 0.48%.
+Valgrind has no AVX-512, so the counts are those of the AVX2 variants
+(``PERFSUITE_FORCE_ISA=avx2``); the blocking still follows the host's caches, so compare
+counts within a hardware class. What the kernel's scratch allocations cost follows the heap's
+history, so the counted process gets a fixed, minimal environment, working directory and hash
+seed, and glibc's allocator calls are taken out of the count: then counts repeat exactly run
+to run (docs/measurements/instruction-counts.md).
 """
 
 from __future__ import annotations
@@ -23,8 +20,9 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
+
+from perfsuite.execute.counters import callgrind, callgrind_totals
 
 ISA = "avx2"
 
@@ -47,35 +45,27 @@ blk = kernels.blocking("{op}")
 {block}
 """
 
+_F32 = (
+    "a = rng.standard_normal((n, n), dtype=np.float32)\n"
+    "b = rng.standard_normal((n, n), dtype=np.float32)\n"
+    "out = np.empty((n, n), np.float32)"
+)
+_U8S8 = (
+    "a = rng.integers(0, 256, (n, n), dtype=np.uint8)\n"
+    "b = rng.integers(-128, 128, (n, n), dtype=np.int8)\n"
+    "out = np.empty((n, n), np.int32)"
+)
+
+
+def _gemm(kernel: str, op: str, n: int, arrays: str) -> KernelPoint:
+    setup = _GEMM.format(n=n, op=op, block="{block}", arrays=arrays)
+    call = f"kernels.{kernel}(a, b, out, threads=1, block=blk)"
+    return KernelPoint(f"{kernel}-n{n}", call, setup, f"*{kernel}_into*")
+
+
 POINTS = [
-    KernelPoint(
-        f"gemm_f32-n{n}",
-        "kernels.gemm_f32(a, b, out, threads=1, block=blk)",
-        _GEMM.format(
-            n=n,
-            op="f32",
-            block="{block}",
-            arrays="a = rng.standard_normal((n, n), dtype=np.float32)\n"
-            "b = rng.standard_normal((n, n), dtype=np.float32)\n"
-            "out = np.empty((n, n), np.float32)",
-        ),
-        "*gemm_f32_into*",
-    )  # fmt: skip
-    for n in (128, 256)
-] + [
-    KernelPoint(
-        "gemm_u8s8_s32-n256",
-        "kernels.gemm_u8s8_s32(a, b, out, threads=1, block=blk)",
-        _GEMM.format(
-            n=256,
-            op="u8s8",
-            block="{block}",
-            arrays="a = rng.integers(0, 256, (n, n), dtype=np.uint8)\n"
-            "b = rng.integers(-128, 128, (n, n), dtype=np.int8)\n"
-            "out = np.empty((n, n), np.int32)",
-        ),
-        "*gemm_u8s8_s32_into*",
-    ),  # fmt: skip
+    *(_gemm("gemm_f32", "f32", n, _F32) for n in (128, 256)),
+    _gemm("gemm_u8s8_s32", "u8s8", 256, _U8S8),
     KernelPoint(
         "triad-n1048576",
         "kernels.stream_triad(a, b, c, 3.0, threads=1)",
@@ -93,9 +83,7 @@ def unavailable() -> str | None:
 
 
 def _fixed_env() -> dict:
-    """The kernel's scratch allocations cost what the heap's state makes them cost, and
-    Python's hash seed and the environment's size shape that state (runs differed by 6
-    instructions): the counted process gets a fixed, minimal environment."""
+    """The counted process's environment: its size and the hash seed shape the heap."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "HOME": "/"}
     env.update(PERFSUITE_FORCE_ISA=ISA, OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
     if os.environ.get("PYTHONPATH"):
@@ -106,50 +94,22 @@ def _fixed_env() -> dict:
 def count(point: KernelPoint, *, block: str = "", timeout: float = 900) -> int:
     """Instructions executed inside ``point``'s kernel call (callgrind ``Ir``). ``block`` is
     Python run after the default blocking is made (e.g. a changed ``blk``)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "callgrind.out")
-        script = point.setup.format(block=block) + "\n" + point.call + "\n"
-        # One plain run first writes the bytecode caches: a counted run that compiles them
-        # itself (the first after a fresh checkout) read 6 instructions more than the next.
-        subprocess.run(
-            [sys.executable, "-c", script],
-            capture_output=True,
-            timeout=timeout,
-            env=_fixed_env(),
-            cwd="/",
-        )
-        proc = subprocess.run(
-            [
-                shutil.which("valgrind") or "valgrind",
-                "--tool=callgrind",
-                "--collect-atstart=no",
-                f"--toggle-collect={point.collect}",
-                f"--callgrind-out-file={out}",
-                sys.executable,
-                "-c",
-                script,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=_fixed_env(),
-            cwd="/",  # the working directory is on sys.path and in the heap's history too
-        )
-        if proc.returncode != 0 or not os.path.exists(out):
+    script = point.setup.format(block=block) + "\n" + point.call + "\n"
+    # the working directory is on sys.path and in the heap's history too
+    run = {"env": _fixed_env(), "cwd": "/"}
+    # One plain run first writes the bytecode caches: a counted run that compiles them
+    # itself (the first after a fresh checkout) read 6 instructions more than the next.
+    subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=timeout, **run)
+    with callgrind(script, point.collect, timeout=timeout, **run) as (proc, out):
+        if out is None:
             raise RuntimeError(f"{point.id}: valgrind failed: {proc.stderr.strip()[-300:]}")
-        total = None
-        with open(out) as f:
-            for line in f:
-                if line.startswith("totals:") or line.startswith("summary:"):
-                    total = int(line.split()[1])
-                    break
+        total = callgrind_totals(out).get("Ir")
         if total is None:
             raise RuntimeError(f"{point.id}: callgrind wrote no totals")
         return total - _allocator_cost(out)
 
 
-# glibc's allocator entry points: what a call costs depends on the heap's state, which the
-# environment, ASLR and the hash seed shape (runs of the same kernel were 6 apart)
+# glibc's allocator entry points: what a call costs depends on the heap's state (and ASLR)
 _ALLOCATOR = re.compile(
     r"^\s*([\d,]+) \([^)]*\)\s+\S*malloc\.c:(malloc|free|calloc|realloc|memalign"
     r"|aligned_alloc|posix_memalign)\b"

@@ -2,9 +2,8 @@
 (system-wide busy time from /proc/stat minus this process's own), steal time, this
 process's involuntary context switches and CPU migrations (all threads), and the load
 average. A window is *contaminated* when other processes took more than
-``FOREIGN_SHARE_MAX`` of the CPUs or the hypervisor stole more than ``STEAL_SHARE_MAX``:
-on this 2-core VM one busy competitor is a share of 0.5 and cut 2-thread kernels 25x, while a
-quiet machine reads below 0.02 (the sampler, pytest and the kernel's own housekeeping).
+``FOREIGN_SHARE_MAX`` of the CPUs or the hypervisor stole more than ``STEAL_SHARE_MAX``
+(why those: docs/measurements/interference.md).
 """
 
 from __future__ import annotations

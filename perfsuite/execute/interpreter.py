@@ -23,9 +23,11 @@ import subprocess
 import sys
 import tempfile
 
+from pydantic import ValidationError
+
 from perfsuite.execute.executors import BaseExecutor
 from perfsuite.execute.isolation import WorkerError
-from perfsuite.records import Measurement, Point, dump
+from perfsuite.records import Measurement, Point, TurnReply, WorkerReply, dump, one_line
 
 SNIPPET = """
 import json, sys
@@ -74,10 +76,9 @@ class Interpreter(BaseExecutor):
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise WorkerError(f"{self.label}: {point.id}: {last}")
-        out = json.loads(proc.stdout.strip().splitlines()[-1])
-        self.software = out["software"]
-        measured = Measurement.model_validate(out["measurement"])
-        return measured.model_copy(update={"isolation": f"interpreter {self.python}"})
+        reply = _reply(WorkerReply, proc.stdout.strip().splitlines()[-1], self.label, point.id)
+        self.software = reply.software
+        return reply.measurement.model_copy(update={"isolation": f"interpreter {self.python}"})
 
     def turns(self, point: Point, protocol: dict) -> TurnWorker:
         """A ``perfsuite.execute.turns`` process of this interpreter for ``point``, open until
@@ -106,11 +107,9 @@ class TurnWorker:
             )  # fmt: skip
         except OSError as exc:
             self.err.close()
-            raise WorkerError(
-                f"{self.label}: cannot run {interpreter.python}: {exc}"
-            ) from exc
+            raise WorkerError(f"{self.label}: cannot run {interpreter.python}: {exc}") from exc
 
-    def ask(self, request: str | None) -> dict:
+    def ask(self, request: str | None) -> TurnReply:
         """Send ``request`` (None: only read) and return the worker's answer."""
         if request is not None:
             try:
@@ -129,7 +128,7 @@ class TurnWorker:
             if "No module named perfsuite.execute.turns" in last:
                 last += " (that side's perfsuite predates turns: use --turns 0)"
             raise WorkerError(f"{self.label}: {self.pid}: {last}")
-        return json.loads(line)
+        return _reply(TurnReply, line, self.label, self.pid)
 
     def close(self) -> None:
         if self.err.closed:
@@ -141,3 +140,14 @@ class TurnWorker:
             with contextlib.suppress(OSError):  # a broken pipe to a killed worker
                 pipe.close()
         self.err.close()
+
+
+def _reply(kind, line: str, label: str, point_id: str):
+    """A worker's JSON line as its record, or one line saying what is wrong with it."""
+    try:
+        return kind.model_validate_json(line)
+    except ValidationError as exc:
+        why = one_line(exc)
+        raise WorkerError(
+            f"{label}: {point_id}: the worker's answer is not understood: {why}"
+        ) from None

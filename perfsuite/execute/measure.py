@@ -55,13 +55,11 @@ def warm_up(call: Callable[[], object], p: Protocol) -> dict:
             continue
         if len(times) >= 10:
             last, prev = np.median(times[-5:]), np.median(times[-10:-5])
-            if abs(last - prev) <= p.stable_within * prev:
-                return {"calls": len(times), "seconds": elapsed, "stable": True}
-        elif elapsed >= p.warmup_time and len(times) >= p.warmup_calls and times[-1] > 0.2:
-            # slow calls: ten of them would take long; accept after the minimums
-            return {"calls": len(times), "seconds": elapsed, "stable": True}
-        if elapsed >= p.max_warmup_time:
-            return {"calls": len(times), "seconds": elapsed, "stable": False}
+            stable = bool(abs(last - prev) <= p.stable_within * prev)
+        else:  # slow calls: ten of them would take long; accept after the minimums
+            stable = times[-1] > 0.2
+        if stable or elapsed >= p.max_warmup_time:
+            return {"calls": len(times), "seconds": elapsed, "stable": stable}
 
 
 def measure_latency(
@@ -85,8 +83,7 @@ def summarize(samples, items_per_call: int = 1, window_s: float | None = None) -
     a = np.asarray(samples, dtype=np.float64)
     if a.size == 0:
         raise ValueError("no samples")
-    p50, p90, p99 = np.percentile(a, [50, 90, 99])
-    q1, q3 = np.percentile(a, [25, 75])
+    q1, p50, q3, p90, p99 = np.percentile(a, [25, 50, 75, 90, 99])
     mean = float(a.mean())
     stdev = float(a.std(ddof=1)) if a.size > 1 else 0.0
     out = {
@@ -102,8 +99,6 @@ def summarize(samples, items_per_call: int = 1, window_s: float | None = None) -
         "iqr_ms": (q3 - q1) * 1e3,
         "p99_reliable": bool(a.size >= P99_MIN_SAMPLES),
     }
-    if window_s:  # throughput mode: items over the window
-        out["throughput_ips"] = a.size * items_per_call / window_s
-    else:
-        out["throughput_ips"] = items_per_call / p50
+    # throughput mode: items over the window; latency mode: one call's items per median call
+    out["throughput_ips"] = a.size * items_per_call / window_s if window_s else items_per_call / p50
     return out

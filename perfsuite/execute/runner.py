@@ -36,13 +36,6 @@ from perfsuite.prepare.quantize import QUANTIZERS
 from perfsuite.records import Point
 
 
-def _counted(p: Protocol):
-    """perf stat attached to this process for the measurement window, when asked."""
-    if not p.counters:
-        return nullcontext(None)
-    return PerfAttach(os.getpid())
-
-
 def place(numa_node: int | None) -> tuple[dict, tuple[int, ...] | None]:
     """Bind to the node's CPUs and memory (verified), or record the unbound state."""
     if numa_node is None:
@@ -94,11 +87,8 @@ def runtime_extensions() -> list[tuple[str, str | None]]:
     precision. Empty unless a test's conftest registers something."""
     defined = [type(b) for b in BACKENDS.runtime_only().values()]
     defined += [q.build for q in QUANTIZERS.runtime_only().values() if q.build is not None]
-    out: dict[str, str | None] = {}
-    for obj in defined:
-        name = obj.__module__
-        out[name] = getattr(sys.modules.get(name), "__file__", None)
-    return sorted(out.items())
+    modules = {obj.__module__ for obj in defined}
+    return sorted((m, getattr(sys.modules.get(m), "__file__", None)) for m in modules)
 
 
 def load_extensions(modules: list[tuple[str, str | None]]) -> None:
@@ -136,14 +126,10 @@ def run_point(point: Point | dict, protocol: dict) -> dict:
 
 def measure_in_place(point: Point | dict, protocol: dict) -> dict:
     """measure_point in a process someone else already bound (numactl, bound.run_bound)."""
-    measured = measure_point(
-        Point.model_validate(point),
-        protocol,
-        numa.current_binding("external").as_dict(),
-        tuple(sorted(os.sched_getaffinity(0))),
-        time.perf_counter(),
-    )
-    return records.dump(measured)
+    point = Point.model_validate(point)
+    binding = numa.current_binding("external").as_dict()
+    cpus = tuple(sorted(os.sched_getaffinity(0)))
+    return records.dump(measure_point(point, protocol, binding, cpus, time.perf_counter()))
 
 
 # A window that other processes disturbed is measured again, at most this many times.
@@ -157,7 +143,7 @@ def _measure_session(backend, variant, cfg, inputs, point: Point, p: Protocol, c
     warm-up and after the window (``perfsuite.execute.calibration``). Returns (samples, info,
     settings, counters, prepare_s, interference of each window tried, speed)."""
     t0 = time.perf_counter()
-    windows, c = [], None
+    windows = []
     latency = point.mode == "latency"
     with backend.prepare(variant.path, cfg) as session:
         prepare_s = time.perf_counter() - t0
@@ -167,17 +153,15 @@ def _measure_session(backend, variant, cfg, inputs, point: Point, p: Protocol, c
             warm = warm_up(call, p)
         else:
             session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded
+        c = PerfAttach(os.getpid()) if p.counters and count else None  # the first window only
         for attempt in range(1 + CONTAMINATED_RETRIES):
-            counted = _counted(p) if count and attempt == 0 else nullcontext(None)
-            with counted as c_try, Sampler() as sampler:
+            with c if c and attempt == 0 else nullcontext(), Sampler() as sampler:
                 if latency:
                     samples, info = measure_latency(call, p, warm)
                 else:
                     run = session.run_throughput(inputs, seconds=p.min_time)
                     samples = run.latencies_s
                     info = {"window_s": run.seconds, "items": run.items}
-            if attempt == 0:
-                c = c_try  # perf stat counts the first window only
             windows.append(sampler.result)
             if not sampler.result.contaminated:
                 break
@@ -205,9 +189,9 @@ def measure_point(
 ) -> records.Measurement:
     """Measure ``protocol["sessions"]`` fresh framework sessions one after another and pool
     their samples (``pool_sessions``). A new session re-draws memory layout and thread
-    start-up: sub-ms ORT calls move by up to 1.8x from one session to the next on a shared VM,
-    so the per-session medians (kept in the record) show spread that one session cannot. What
-    a process draws once (see ``executors.FreshWorker``) they do not show."""
+    start-up, so the per-session medians (kept in the record) show spread that one session
+    cannot (docs/measurements/2026-12-05-zen4-process-spread.md); what a process draws once
+    (``executors.FreshWorker``) they do not show."""
     p = Protocol(**protocol)
     parts = []
     with threadpool_limits(point.threads):
@@ -220,12 +204,7 @@ def measure_point(
             )
             parts.append(
                 records.Measurement(
-                    interference=records.Interference(
-                        contaminated=attempts[-1].contaminated,  # the last attempt is kept
-                        retries=len(attempts) - 1,
-                        sessions=[attempts[-1]],
-                        discarded=attempts[:-1],
-                    ),
+                    interference=interference_record([attempts[-1]], attempts[:-1]),  # last kept
                     calibration=records.Calibration(sessions=[speed]),
                     counters=c.result if c else None,
                     samples_s=got,
@@ -259,11 +238,8 @@ def pool_sessions(point: Point, parts: list[records.Measurement]) -> records.Mea
         stats["between_session_cv"] = cv(np.asarray(medians))
     seen = [part.interference for part in parts]
     return records.Measurement(
-        interference=records.Interference(
-            contaminated=any(i.contaminated for i in seen),
-            retries=sum(i.retries for i in seen),
-            sessions=[w for i in seen for w in i.sessions],
-            discarded=[w for i in seen for w in i.discarded],
+        interference=interference_record(
+            [w for i in seen for w in i.sessions], [w for i in seen for w in i.discarded]
         ),
         calibration=records.Calibration(
             sessions=[s for part in parts for s in part.calibration.sessions]
@@ -277,6 +253,16 @@ def pool_sessions(point: Point, parts: list[records.Measurement]) -> records.Mea
         binding=parts[0].binding,
         setup_s=sum(part.setup_s for part in parts),
         model=parts[0].model,
+    )
+
+
+def interference_record(kept: list, discarded: list) -> records.Interference:
+    """The windows kept and those measured again; contaminated when a kept one is."""
+    return records.Interference(
+        contaminated=any(w.contaminated for w in kept),
+        retries=len(discarded),
+        sessions=kept,
+        discarded=discarded,
     )
 
 

@@ -1,19 +1,14 @@
 """Spark as a system under test: the article's data-parallel inference
 (``sc.parallelize(images, n).map(infer)``) beside the per-partition pattern (``mapInArrow``
 with a session cached per Python worker), measured end to end over a generated dataset and
-checked against single-process outputs.
+checked against single-process outputs (docs/guide/spark.md).
 
 One SparkSession per sweep (``SparkExecutor``), ``local[<cores>]`` unless a master URL is
-given (``--perf-spark-master`` or ``$PERFSUITE_SPARK_MASTER``: ``spark://host:7077``, ``yarn``,
-``k8s://...``). A point's slots are its partitions (one task per slot runs at a time on
-``local[<cores>]``), and each task's framework session gets ``cpus_per_task`` threads with
-spinning off (ONNX Runtime ignores ``OMP_NUM_THREADS``, and its spinning pool steals the CPU
-another task is using) and OpenVINO's CPU pinning off (on its own it pins every worker's
-threads from the first core of the mask: two tasks on one core).
-
-With a local or loopback master everything binds to 127.0.0.1 (``SPARK_LOCAL_IP`` and the
-driver's host and bind address); otherwise Spark's own address choice stands, since remote
-executors must reach the driver.
+given (``--perf-spark-master`` or ``$PERFSUITE_SPARK_MASTER``). A point's slots are its
+partitions, and each task's framework session gets ``cpus_per_task`` threads and its
+backend's ``shared_core_options``. With a local or loopback master everything binds to
+127.0.0.1; otherwise Spark's own address choice stands, since remote executors must reach
+the driver.
 """
 
 from __future__ import annotations
@@ -40,7 +35,7 @@ from perfsuite.execute.executors import BaseExecutor
 from perfsuite.execute.interference import Sampler
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.measure import summarize
-from perfsuite.execute.runner import CONTAMINATED_RETRIES
+from perfsuite.execute.runner import CONTAMINATED_RETRIES, interference_record
 from perfsuite.execute.spark_numa import NumaUnavailable, wrapper_script
 from perfsuite.execute.spark_tasks import decode, image_bytes
 from perfsuite.host import placement
@@ -229,8 +224,7 @@ class SparkExecutor(BaseExecutor):
         variant = quantize.prepare(model, point.precision, point.framework)
         # several tasks share the cores: the framework's own knobs for that (no spinning pool
         # stealing another task's CPU, no pinning every process to the first core of its mask)
-        shared = get_backend(point.framework).shared_core_options
-        options = {**variant.framework_options, **shared}
+        options = {**variant.framework_options, **get_backend(point.framework).shared_core_options}
         job = {
             "framework": point.framework,
             "files": self._files(variant.path),
@@ -241,16 +235,9 @@ class SparkExecutor(BaseExecutor):
             "input": model.input_name,
             "shape": list(model.input_shape),
         }
+        built_from = (str(variant.path), variant.path.stat().st_mtime, job["threads"], job["batch"])
         job["key"] = hashlib.sha256(
-            repr(
-                (
-                    str(variant.path),
-                    variant.path.stat().st_mtime,
-                    job["threads"],
-                    job["batch"],
-                    sorted(options.items()),
-                )
-            ).encode()
+            repr((*built_from, sorted(options.items()))).encode()
         ).hexdigest()
         spark = self.spark
         self._bind(point.numa_node)
@@ -277,17 +264,11 @@ class SparkExecutor(BaseExecutor):
             t0 = time.perf_counter()
             table = df.mapInArrow(tasks.infer_partition(job), tasks.SCHEMA_DDL).toArrow()
             wall = time.perf_counter() - t0
-            cols = table.to_pydict()
-            rows = zip(cols["idx"], cols["out"], cols["latency_s"], cols["meta"], strict=True)
+            rows = zip(*table.to_pydict().values(), strict=True)  # idx, out, latency_s, meta
         else:
-            data = self._rows(model)
+            data, infer = self._rows(model), functools.partial(tasks.infer_record, job)
             t0 = time.perf_counter()
-            sc = spark.sparkContext
-            rows = (
-                sc.parallelize(data, spec.slots)
-                .map(functools.partial(tasks.infer_record, job))
-                .collect()
-            )
+            rows = spark.sparkContext.parallelize(data, spec.slots).map(infer).collect()
             wall = time.perf_counter() - t0
         return wall, _parse(rows)
 
@@ -311,7 +292,8 @@ class SparkExecutor(BaseExecutor):
             raise WorkerError(
                 f"Spark returned {len(last['outputs'])} outputs for {self.items} items"
             )
-        _check_binding(point.numa_node, cold["tasks"] + last["tasks"])
+        tasks = cold["tasks"] + last["tasks"]
+        _check_binding(point.numa_node, tasks)
         agreement = self._agreement(point, model, variant, job, last["outputs"])
         if not agreement["passed"]:
             raise WorkerError(
@@ -322,19 +304,9 @@ class SparkExecutor(BaseExecutor):
         stats = summarize(latencies, items_per_call=point.batch)
         stats["throughput_ips"] = items / sum(walls)  # end to end, the whole dataset
         per_batch = [w * point.batch / self.items for w in walls]
-        tasks = cold["tasks"] + last["tasks"]
-        settings = dict(tasks[0]["settings"]) if tasks else {}
-        settings.update(self._spark_settings(point))
-        interference = None
-        if local:
-            interference = records.Interference(
-                contaminated=any(w.contaminated for w in windows),
-                retries=len(discarded),
-                sessions=windows,
-                discarded=discarded,
-            )
+        settings = {**(tasks[0]["settings"] if tasks else {}), **self._spark_settings(point)}
         return records.Measurement.model_validate({
-            "interference": interference,
+            "interference": interference_record(windows, discarded) if local else None,
             "counters": None,
             "samples_s": latencies,
             "session_medians_s": per_batch,  # end-to-end seconds per batch, one per pass
@@ -346,9 +318,7 @@ class SparkExecutor(BaseExecutor):
             "isolation": "spark",
             "spark": {
                 "master": self.spark.sparkContext.master,
-                "pattern": point.spark.pattern,
-                "slots": point.spark.slots,
-                "cpus_per_task": point.spark.cpus_per_task,
+                **point.spark.model_dump(),  # pattern, slots, cpus_per_task
                 "items": self.items,
                 "spark_session_start_s": self.start_s,
                 "cold_pass_s": cold_s,
@@ -385,18 +355,10 @@ class SparkExecutor(BaseExecutor):
 
         n = min(REFERENCE_ITEMS, self.items)
         x = decode([b for _, b in self._rows(model)[:n]], model.input_shape)
-        ref = (
-            accuracy.run_batches(
-                point.framework,
-                variant.path,
-                job["options"],
-                x,
-                model.input_name,
-                point.batch,
-            )
-            .reshape(n, -1)
-            .astype(np.float32)
+        ref = accuracy.run_batches(
+            point.framework, variant.path, job["options"], x, model.input_name, point.batch
         )
+        ref = ref.reshape(n, -1).astype(np.float32)
         got = np.stack([np.frombuffer(outputs[i], np.float32) for i in range(n)])
         threshold = accuracy.THRESHOLDS.get(model.name, accuracy.THRESHOLDS["default"])
         sqnr = accuracy.centred_sqnr_db(ref, got)

@@ -67,17 +67,13 @@ def executor_plan(topo) -> list[ExecutorSpec]:
     """One executor per NUMA node with CPUs: its cores, 90% of its memory (the rest for the
     OS and the JVM's overhead), and the environment that binds its Python workers."""
     tpc = topo.threads_per_core or 1
-    out = []
-    for n in topo.numa_nodes or ():
-        if not n.cpus:
-            continue
-        mem = n.mem_total_bytes
-        out.append(
-            ExecutorSpec(
-                node=n.node,
-                cores=max(1, len(n.cpus) // tpc),
-                memory_mib=int(mem * 0.9 / 2**20) if mem else None,
-                env={ENV_NODE: str(n.node)},
-            )
+    return [
+        ExecutorSpec(
+            node=n.node,
+            cores=max(1, len(n.cpus) // tpc),
+            memory_mib=int(n.mem_total_bytes * 0.9 / 2**20) if n.mem_total_bytes else None,
+            env={ENV_NODE: str(n.node)},
         )
-    return out
+        for n in topo.numa_nodes or ()
+        if n.cpus
+    ]

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from perfsuite.host import numa
 from perfsuite.prepare.backends import RunConfig, get_backend
 
 # key -> (session, seconds it took to build, its model folder); one model at a time per worker
@@ -39,13 +40,10 @@ def decode(blobs, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _binding() -> dict:
-    mems = None
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Mems_allowed_list:"):
-                mems = line.split(":", 1)[1].strip()
+        mems = numa.read_status().get("Mems_allowed_list")
     except OSError:
-        pass
+        mems = None
     return {"pid": os.getpid(), "cpus": sorted(os.sched_getaffinity(0)), "mems": mems}
 
 
@@ -93,6 +91,12 @@ def infer_partition(job: dict):
 
     shape = tuple(job["shape"])
 
+    def batch(*columns) -> pa.RecordBatch:
+        schema = arrow_schema()
+        return pa.RecordBatch.from_pydict(
+            dict(zip(schema.names, columns, strict=True)), schema=schema
+        )
+
     def run(batches):
         started = time.perf_counter()
         sess, build_s = session(job)
@@ -105,24 +109,9 @@ def infer_partition(job: dict):
             lat = time.perf_counter() - t0
             items += len(idx)
             rows = np.ascontiguousarray(out, dtype=np.float32).reshape(len(idx), -1)
-            yield pa.RecordBatch.from_pydict(
-                {
-                    "idx": idx,
-                    "out": [r.tobytes() for r in rows],
-                    "latency_s": [lat] + [None] * (len(idx) - 1),
-                    "meta": [None] * len(idx),
-                },
-                schema=arrow_schema(),
-            )
-        yield pa.RecordBatch.from_pydict(
-            {
-                "idx": [-1],
-                "out": [b""],
-                "latency_s": [None],
-                "meta": [_meta(started, build_s, items, dict(sess.settings))],
-            },
-            schema=arrow_schema(),
-        )
+            latency = [lat] + [None] * (len(idx) - 1)
+            yield batch(idx, [r.tobytes() for r in rows], latency, [None] * len(idx))
+        yield batch([-1], [b""], [None], [_meta(started, build_s, items, dict(sess.settings))])
 
     return run
 
@@ -131,12 +120,7 @@ def arrow_schema():
     import pyarrow as pa  # optional (perfsuite[frameworks]); only Spark's workers need it
 
     return pa.schema(
-        [
-            ("idx", pa.int64()),
-            ("out", pa.binary()),
-            ("latency_s", pa.float64()),
-            ("meta", pa.string()),
-        ]
+        {"idx": pa.int64(), "out": pa.binary(), "latency_s": pa.float64(), "meta": pa.string()}
     )
 
 

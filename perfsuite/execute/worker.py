@@ -22,7 +22,7 @@ def main() -> int:
     fn, args, kwargs = pickle.load(sys.stdin.buffer)
     binding = numa.current_binding("numactl").as_dict()
     try:
-        out = ("ok", {"result": fn(*args, **kwargs), "binding": binding})
+        out = ("ok", (fn(*args, **kwargs), binding))
     except BaseException as exc:  # report everything to the parent
         out = ("error", f"{exc.__class__.__name__}: {exc}\n{traceback.format_exc()}")
     with os.fdopen(result_fd, "wb") as f:

@@ -10,6 +10,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfsuite import records
 from perfsuite.fleet.fan_out import run_on_hosts
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.prepare.backends import software_versions
@@ -23,16 +24,17 @@ def qualify_task(payload: dict) -> dict:
     """Runs on an executor host: its own fingerprint, its class's shipped reference (or the
     one sent along), its own measurements."""
     fp = fingerprint("/", frameworks=software_versions())
-    ref = payload["reference"]
+    ref = payload["reference"] and records.load_reference(payload["reference"])
     if ref is None and not payload["no_reference"]:
         ref = checks.load_reference(None, fp.hardware_class)
-    report, found, _ = qualify_here(quick=payload["quick"], reference=ref, fp=fp)
-    return {"report": report, "html": checks.html(found, f"qualification of {payload['label']}")}
+    report, _ = qualify_here(quick=payload["quick"], reference=ref, fp=fp)
+    page = checks.html(report.checks, f"qualification of {payload['label']}")
+    return {"report": records.dump(report), "html": page}
 
 
 @dataclass
 class FleetRun:
-    reports: dict[str, dict]  # host -> qualification report
+    reports: dict[str, records.QualificationReport]  # by host
     errors: dict[str, str]  # host -> why it has no report
     written: dict[str, Path]
 
@@ -44,29 +46,33 @@ def qualify_fleet(
     out: Path,
     host_cores: int = 1,
     quick: bool = False,
-    reference: dict | None = None,
+    reference: records.Reference | None = None,
     no_reference: bool = False,
     store_url: str | None = None,
 ) -> FleetRun:
-    payload = {"quick": quick, "reference": reference, "no_reference": no_reference}
+    payload = {
+        "quick": quick,
+        "reference": reference and records.dump(reference),
+        "no_reference": no_reference,
+    }
     results = run_on_hosts(master, hosts, _task_with_label, payload, host_cores=host_cores)
     run = FleetRun({}, {}, {})
     for r in results:
         if r.error or not r.value:
             run.errors[r.host] = r.error or "no report"
             continue
-        report = r.value["report"]
+        report = records.load_qualification(r.value["report"], f"the report of {r.host}")
         # loopback "hosts" share a hostname: the fleet tells them apart by executor
-        report["fingerprint"]["fields"]["os.hostname"] = r.host
+        report = report.model_copy(update={"fingerprint": report.fingerprint.on_host(r.host)})
         folder = out / r.host.replace("/", "_")
-        atomic_write_text(folder / "qualification.json", json.dumps(report, indent=1))
+        atomic_write_text(folder / "qualification.json", json.dumps(records.dump(report), indent=1))
         atomic_write_text(folder / "qualification.html", r.value["html"])
         run.reports[r.host] = report
         run.written[r.host] = folder / "qualification.json"
     if run.reports:  # where results go: --store, $PERFSUITE_STORE or the default SQLite
         store = open_history(store_url)
         for host, path in run.written.items():
-            store.import_qualification(path, run.reports[host])
+            store.import_qualification(path, records.dump(run.reports[host]))
     return run
 
 

@@ -110,6 +110,9 @@ def score(hosts: dict[str, dict], rules: list[Rule], hardware_class: str) -> lis
         have = [n for n in names if m in hosts[n]]
         values = np.array([hosts[n][m] for n in have])
         centre = float(np.median(values))
+        # a failure, in report order; value and deviation None: the host did not report m
+        failure = {"metric": m, "rule": rule.name, "category": rule.category, "value": None}
+        failure |= {"fleet_median": centre, "deviation": None}
         for n, z in zip(have, robust_z(values), strict=True):
             scores[n].z[m] = float(z)
             if abs(z) > OUTLIER_Z:
@@ -117,28 +120,10 @@ def score(hosts: dict[str, dict], rules: list[Rule], hardware_class: str) -> lis
             dev = hosts[n][m] / centre - 1 if centre else 0.0
             bad = -dev if rule.worse == "lower" else dev
             if bad > rule.max_deviation:
-                scores[n].failures.append(
-                    {
-                        "metric": m,
-                        "rule": rule.name,
-                        "category": rule.category,
-                        "value": hosts[n][m],
-                        "fleet_median": centre,
-                        "deviation": dev,
-                    }
-                )
+                scores[n].failures.append(failure | {"value": hosts[n][m], "deviation": dev})
         for n in names:
             if m not in hosts[n]:
-                scores[n].failures.append(
-                    {
-                        "metric": m,
-                        "rule": rule.name,
-                        "category": rule.category,
-                        "value": None,
-                        "fleet_median": centre,
-                        "deviation": None,
-                    }
-                )
+                scores[n].failures.append(dict(failure))
     for s in scores.values():
         s.verdict = "FAIL" if s.failures else "PASS"
     return [scores[n] for n in names]

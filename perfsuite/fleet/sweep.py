@@ -5,7 +5,6 @@ results history and compares the hosts point by point."""
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,15 +28,14 @@ def sweep_task(payload: dict) -> dict:
     travel back serialised (``records.dump``): the record format is the contract between
     machines."""
     profile = make_profile(payload["name"], payload["profile"])
-    scratch = Path(tempfile.mkdtemp(prefix="perfsuite-fleet-"))
-    try:
+    with tempfile.TemporaryDirectory(prefix="perfsuite-fleet-", ignore_cleanup_errors=True) as tmp:
         session = PerfSession(
             profile,
-            scratch / "results",
+            Path(tmp) / "results",
             read_topology("/"),
             fingerprint("/", frameworks=software_versions()),
             executor="worker",
-            baselines=scratch / "baselines",
+            baselines=Path(tmp) / "baselines",
         )
         try:
             points = session.points()
@@ -49,8 +47,6 @@ def sweep_task(payload: dict) -> dict:
             "records": [records.dump(res) for res in results],
             "skipped": {p.id: p.skip for p in points if p.skip},
         }
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 @dataclass

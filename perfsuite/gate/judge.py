@@ -3,31 +3,15 @@ decides every point's verdict, and ``confirm(comparison, ...) -> Comparison`` se
 regressions it found once they have been measured again. Both are pure: samples in,
 verdicts out; measuring, files and hosts belong to the callers (sweep.finish, cli compare).
 
-The rules, in the order they are applied (each a small object in ``RULES`` below):
-
-0. Comparable: must-match fingerprint fields and the hardware class agree, or every point is
-   ``incomparable``.
-   Presence: a point that failed is ``error``; one without a baseline entry ``new``; one
-   in the baseline but not measured ``missing``.
-1. ``FewSamples``: fewer than two samples on a side: ``unstable``.
-2. ``Spread``: either side too noisy to judge (robust CV above ``cv_limit``): ``unstable``.
-3. ``PracticalChange``: ``regressed`` when the Holm-adjusted Mann-Whitney p < alpha, the
-   whole bootstrap interval of the ratio of medians lies above 1 and reaches the point's
-   practical threshold, and the median leaves the range of the baseline's runs; ``improved``
-   mirrors it. The threshold is at least 3x the baseline runs' between-run CV, over the runs
-   ``HiccupRun`` keeps for the slow side.
-4. ``MachineShift``: a point judged unmoved while its thread group moved as one is
-   ``unstable`` (it followed the shift, or it lagged it); regressions and improvements
-   under a shift say how they relate to it. A shift only ever explains a change away
-   (``statistics.excusing_factor``): it never makes one.
-5. ``SingleRun``: a regression or improvement against a one-run baseline says that the
-   baseline's run-to-run spread is unknown.
-6. ``Contamination``: a point measured while other processes took the CPUs can say nothing
-   either way: a regression or improvement becomes ``unstable``.
-
-Then ``confirm``: each regression was measured again with a control point beside it; it is
-confirmed only when the re-measure repeats at the practical size and the control stayed put
-(else ``unstable``: the machine moved, not the code).
+First comparability (else every point is ``incomparable``) and presence (``error``, ``new``,
+``missing``); then the rules of ``RULES``, in order: ``FewSamples`` and ``Spread`` (too few
+samples or too noisy: ``unstable``), ``PracticalChange`` (Holm-adjusted Mann-Whitney, the
+bootstrap interval of the ratio of medians against the point's practical threshold, outside
+the baseline runs' range), ``MachineShift`` (a thread group that moved as one explains a
+change away, never makes one), ``SingleRun``, and ``Contamination`` last (a contaminated
+change is ``unstable``). ``confirm`` keeps a regression only when its re-measure repeats at
+the practical size and its control point stayed put. What each rule decides and why:
+docs/design/gate.md.
 
 Instruction counts are exact and need no statistics: ``judge_counts``.
 """
@@ -117,10 +101,7 @@ class Comparison:
     machine_shift: float | None = None  # median change of the shifted points
 
     def counts(self) -> dict:
-        out = dict.fromkeys(VERDICTS, 0)
-        for v in self.verdicts:
-            out[v.verdict] += 1
-        return out
+        return {k: sum(v.verdict == k for v in self.verdicts) for k in VERDICTS}
 
     def failing(self, fail_on: str) -> list[Verdict]:
         """Points that fail the gate under --fail-on."""
@@ -280,8 +261,8 @@ class SingleRun:
     name = "single-run"
 
     def __call__(self, e: Evidence, v: Verdict) -> Verdict:
-        # Whole runs can shift (sub-ms ORT calls: up to 1.8x from one session to the next on
-        # the 2-vCPU VM); one run cannot show how far, so say so beside the verdict.
+        # Whole runs shift (docs/measurements/2026-12-05-zen4-process-spread.md); one run
+        # cannot show how far, so say so beside the verdict.
         if e.runs.size < 2 and v.verdict in ("regressed", "improved"):
             return _reason(v, SINGLE_RUN_HINT)
         return v
@@ -430,9 +411,7 @@ def control_for(comparison: Comparison, suspect: str, points: Mapping) -> str | 
     """The settled point most like ``suspect`` to re-measure beside it: same framework and
     threads first, then same threads, then the least moved beyond its shift. Under a
     machine-wide shift no point is 'unchanged', and those that only followed it are no
-    suspects either. Host noise is not uniform: in one real A/A run against an older
-    baseline, OpenVINO 1-thread points read 7-16% slower while onnxruntime's read 2-25%
-    faster, and a control from the other framework could not show the noise.
+    suspects either. Host noise is not uniform across frameworks (docs/design/gate.md).
     ``points`` maps ids to records.Point."""
     me = points[suspect]
     settled = [
@@ -475,10 +454,8 @@ def confirm(
     comparison: Comparison, base: Side, remeasured: Mapping[str, Remeasure], cfg: GateConfig
 ) -> Comparison:
     """Settle each re-measured regression: confirmed only if the slowdown repeats at the
-    point's practical size (at least 3x its baseline's between-run CV, as for the first
-    reading: a +5.3% re-measure of a point whose threshold was 6.9% once confirmed a false
-    alarm in a real A/A run), not merely significantly; ``unstable`` when its control moved
-    too."""
+    point's practical threshold, as for the first reading (docs/design/gate.md), not merely
+    significantly; ``unstable`` when its control moved too."""
     by_id = {v.id: v for v in comparison.verdicts}
     out = []
     for v in comparison.verdicts:
@@ -499,12 +476,8 @@ def confirm(
             out.append(_set(v, verdict="unstable", confirmed=None, reason=reason))
             continue
         threshold = slowdown_threshold(cfg, v.id, base.runs.get(v.id, []))
-        v = _set(
-            v,
-            confirmed=bool(
-                re.verdict == "regressed" and re.change is not None and re.change >= threshold
-            ),
-        )
+        repeated = re.verdict == "regressed" and re.change is not None and re.change >= threshold
+        v = _set(v, confirmed=bool(repeated))
         if re.change is not None:
             beyond = " beyond the shift" if excused else ""
             v = _reason(v, f"re-measured {re.change:+.1%}{beyond}", first=True)
@@ -534,4 +507,3 @@ def judge_counts(
         )  # fmt: skip
         rows.append((key, b, c, change, verdict))
     return rows
-

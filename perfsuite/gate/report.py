@@ -58,8 +58,7 @@ def header_lines(c: Comparison, base_src: str, cur_src: str) -> list[str]:
             "near their baseline; a change that slows every point alike needs "
             "`perfsuite ab` to tell it from the host"
         )
-    for note in c.tolerance_notes:
-        lines.append(f"note (tolerance field changed): {note}")
+    lines += [f"note (tolerance field changed): {note}" for note in c.tolerance_notes]
     if c.software_changes:
         lines.append(
             "software changed: "
@@ -140,10 +139,8 @@ def html_report(
     if ids:
         fig = Figure(figsize=(9, max(2.5, 0.35 * len(ids))))
         ax = fig.subplots()
-        data, labels = [], []
-        for i in ids:
-            data += [base_samples[i] * 1e3, cur_samples[i] * 1e3]
-            labels += [f"{i} (base)", f"{i} (curr)"]
+        data = [side[i] * 1e3 for i in ids for side in (base_samples, cur_samples)]
+        labels = [f"{i} ({side})" for i in ids for side in ("base", "curr")]
         ax.boxplot(data, orientation="horizontal", showfliers=False)
         ax.set_yticks(range(1, len(labels) + 1), labels, fontsize=6)
         ax.set_xscale("log")

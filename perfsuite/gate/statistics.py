@@ -7,9 +7,7 @@ Machine-wide shift: when most points of a thread group moved the same way by mor
 ``burst_threshold`` (median ratio), the machine was slower or faster (a noisy neighbour, a
 clock or thermal change), not 40 separate regressions. The shift is taken per group of points
 that run as many threads (ids ``...-t<N>-...``, at least 3 points; else the whole sweep),
-because a neighbour takes more from points that need every core: in a real A/A run on the
-2-core Zen 4 VM, against a baseline from quieter hours, all nine 2-thread points read slower
-(median +8.9%, up to +32%) while the 1-thread ones moved +2-9%.
+because a neighbour takes more from points that need every core (docs/design/gate.md).
 """
 
 from __future__ import annotations
@@ -103,13 +101,11 @@ def ratio_ci(base: np.ndarray, cur: np.ndarray, cfg: GateConfig) -> tuple[float,
 
 def holm(p_values: list[float]) -> list[float]:
     """Holm-Bonferroni step-down adjusted p-values (monotone, capped at 1)."""
-    m = len(p_values)
-    order = np.argsort(p_values)
-    adjusted = np.empty(m)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, (m - rank) * p_values[i])
-        adjusted[i] = min(1.0, running)
+    p = np.asarray(p_values, float)
+    order = np.argsort(p)
+    steps = np.maximum.accumulate((p.size - np.arange(p.size)) * p[order])
+    adjusted = np.empty(p.size)
+    adjusted[order] = np.minimum(1.0, steps)
     return adjusted.tolist()
 
 
@@ -133,12 +129,10 @@ def regression_runs(runs, at_least: float = 0.05) -> np.ndarray:
     With five or more runs, the slowest is set aside when it lies more than 3 robust standard
     deviations (1.4826 MAD) of the others above their median and at least ``at_least`` (the
     point's practical threshold) above the next slowest: five runs within 1% make a tiny MAD,
-    and a run 2% slower is no hiccup. One such run made a point blind: on Zen 4, OpenVINO
-    fp32 t2 had runs of 40.1-43.3 ms and one of 73.9, so its threshold (3x the between-run
-    CV) was 87% and a slowdown had to pass 73.9 ms. Only the slow side:
-    interference only adds time, so a fast run shows how fast the point can be and stays in the
-    improvement side's range; the re-measure still stands between a first reading and a failed
-    gate."""
+    and a run 2% slower is no hiccup. One such run can make a point blind through the "3x the
+    between-run CV" floor (docs/design/gate.md). Only the slow side: interference only adds
+    time, so a fast run shows how fast the point can be and stays in the improvement side's
+    range; the re-measure still stands between a first reading and a failed gate."""
     runs = np.asarray(runs, float)
     if runs.size < MIN_RUNS_FOR_A_HICCUP:
         return runs
@@ -163,11 +157,8 @@ def excusing_factor(ratio: float, shift: float | None) -> float:
 
     Points do not follow a host's speed evenly (compute-bound and memory-bound kernels gain
     differently from a faster host), so dividing by a speed-up would manufacture regressions
-    out of points that gained less than the rest. Measured: on 2026-12-05 a Zen 4 VM ran
-    every sweep 7-11% faster than on the baseline's days, and OpenVINO int8_static_rr read
-    -4.7..+3.5% against its baseline, 6-13% behind its group: 11 of the 12 confirmed
-    regressions of a nineteen-run A/A (the 12th: a 4-thread point on 2 cores, raw -0.1%).
-    Re-gated offline with this rule, none of the nineteen runs confirms one."""
+    out of points that gained less than the rest
+    (docs/measurements/2026-12-05-zen4-gate-aa.md)."""
     if shift is None or ratio <= 0:
         return 1.0
     if (ratio - 1) * (ratio / shift - 1) <= 0:

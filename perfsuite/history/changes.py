@@ -9,7 +9,10 @@ from dataclasses import asdict, dataclass
 from fnmatch import fnmatchcase
 
 from perfsuite.gate.changepoints import MAX_PVALUE, WINDOW, change_points
-from perfsuite.store.database import HistoryStore, SeriesPoint
+from perfsuite.store.database import Annotation, HistoryStore, SeriesPoint
+
+# What the change_points table keeps of a Change (besides the benchmark's id).
+STORED = ("hardware_class", "metric", "run_id", "before", "after", "change", "p_value")
 
 
 @dataclass(frozen=True)
@@ -33,21 +36,17 @@ class Change:
 
 
 def reset_index(
-    store: HistoryStore,
-    name: str,
-    hw: str,
-    series: list[SeriesPoint],
-    annotations: list[dict] | None = None,
+    name: str, hw: str, series: list[SeriesPoint], annotations: list[Annotation]
 ) -> int:
     """Where the series starts for detection: at the newest accepted annotation's run."""
     start = 0
-    for a in annotations if annotations is not None else store.annotations():
-        if not a["accepted"] or not fnmatchcase(name, a["benchmarks"]):
+    for a in annotations:
+        if not a.accepted or not fnmatchcase(name, a.benchmarks):
             continue
-        if a["hardware_class"] not in (None, hw):
+        if a.hardware_class not in (None, hw):
             continue
         for i, p in enumerate(series):
-            if p.run_id == a["run_id"]:
+            if p.run_id == a.run_id:
                 start = max(start, i)
     return start
 
@@ -72,7 +71,7 @@ def detect(
     saved: list[dict] = []
     examined: list[tuple[int, str, str]] = []
     for (name, hw), series in sorted(all_series.items()):
-        start = reset_index(store, name, hw, series, annotations)
+        start = reset_index(name, hw, series, annotations)
         examined.append((ids[name], hw, metric))
         values = [p.value for p in series[start:]]
         if len(values) < 6:  # changepoints.MIN_SIDE on each side
@@ -95,18 +94,7 @@ def detect(
                 cp.pvalue,
             )
             found.append(change)
-            saved.append(
-                {
-                    "benchmark_id": ids[name],
-                    "hardware_class": hw,
-                    "metric": metric,
-                    "run_id": at.run_id,
-                    "before": cp.before,
-                    "after": cp.after,
-                    "change": cp.change,
-                    "p_value": cp.pvalue,
-                }
-            )
+            saved.append({"benchmark_id": ids[name], **{k: getattr(change, k) for k in STORED}})
     if save:
         store.save_change_points(examined, saved)
     return found

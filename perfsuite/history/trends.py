@@ -10,7 +10,7 @@ from collections import defaultdict
 from fnmatch import fnmatchcase
 
 from perfsuite.history.changes import Change, detect
-from perfsuite.store.database import HistoryStore
+from perfsuite.store.database import Annotation, HistoryStore
 
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
 CHANGE_COLOUR = "#d62728"
@@ -23,26 +23,20 @@ UNITS = {
 }
 
 
-def _chart(name: str, by_class: dict, changes: list[Change], notes: list[dict], metric: str) -> str:
-    import matplotlib
+def _chart(
+    name: str, by_class: dict, changes: list[Change], notes: list[Annotation], metric: str
+) -> str:
+    from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend to choose
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9, 3.2))
+    fig = Figure(figsize=(9, 3.2))
+    ax = fig.subplots()
     times = {}
     for i, (hw, series) in enumerate(sorted(by_class.items())):
         colour = COLOURS[i % len(COLOURS)]
         x = [p.started_at for p in series]
         times.update({p.run_id: p.started_at for p in series})
-        ax.fill_between(
-            x,
-            [p.low for p in series],
-            [p.high for p in series],
-            color=colour,
-            alpha=0.2,
-            linewidth=0,
-        )
+        low, high = [p.low for p in series], [p.high for p in series]
+        ax.fill_between(x, low, high, color=colour, alpha=0.2, linewidth=0)
         ax.plot(x, [p.value for p in series], marker=".", color=colour, label=hw)
     for c in changes:
         ax.axvline(c.started_at, color=CHANGE_COLOUR, linestyle="--", linewidth=1.2)
@@ -56,8 +50,8 @@ def _chart(name: str, by_class: dict, changes: list[Change], notes: list[dict], 
             va="top",
         )
     for a in notes:
-        if a["run_id"] in times:
-            ax.axvline(times[a["run_id"]], color=ANNOTATION_COLOUR, linestyle=":", linewidth=1)
+        if a.run_id in times:
+            ax.axvline(times[a.run_id], color=ANNOTATION_COLOUR, linestyle=":", linewidth=1)
     ax.set_ylabel(UNITS.get(metric, metric))
     ax.set_title(name, fontsize=10)
     ax.legend(fontsize=8, loc="lower left")
@@ -65,7 +59,6 @@ def _chart(name: str, by_class: dict, changes: list[Change], notes: list[dict], 
     fig.tight_layout()
     buf = io.StringIO()
     fig.savefig(buf, format="svg")
-    plt.close(fig)
     svg = buf.getvalue()
     return svg[svg.index("<svg") :]  # drop the XML prolog: the SVG is inline
 
@@ -98,7 +91,7 @@ def figures(
         parts.append("<p class='none'>no history for these benchmarks yet</p>")
     for name in sorted(by_bench):
         mine = [c for c in changes if c.benchmark == name]
-        notes_here = [a for a in notes if fnmatchcase(name, a["benchmarks"])]
+        notes_here = [a for a in notes if fnmatchcase(name, a.benchmarks)]
         caption = (
             "; ".join(
                 f"{c.hardware_class}: {c.change:+.1%} at run {c.index} "
@@ -107,7 +100,7 @@ def figures(
             )
             or "no change point"
         )
-        caption += "".join(f"; note at run {a['run_id']}: {a['text']}" for a in notes_here)
+        caption += "".join(f"; note at run {a.run_id}: {a.text}" for a in notes_here)
         parts.append(
             f"<figure class='trend' id='trend-{html.escape(name)}'>"
             + _chart(name, by_bench[name], mine, notes_here, metric)

@@ -123,20 +123,14 @@ def collect_caches(topo: Topology) -> dict:
 
 def collect_numa(topo: Topology) -> dict:
     nodes = topo.numa_nodes
+    if nodes is None:
+        return {"numa.node_count": None, "numa.nodes": None}
     return {
-        "numa.node_count": len(nodes) if nodes is not None else None,
-        "numa.nodes": (
-            [
-                {
-                    "node": n.node,
-                    "cpus": format_cpulist(n.cpus),
-                    "mem_total_bytes": n.mem_total_bytes,
-                }
-                for n in nodes
-            ]
-            if nodes is not None
-            else None
-        ),
+        "numa.node_count": len(nodes),
+        "numa.nodes": [
+            {"node": n.node, "cpus": format_cpulist(n.cpus), "mem_total_bytes": n.mem_total_bytes}
+            for n in nodes
+        ],
     }
 
 
@@ -245,9 +239,8 @@ def collect_kernels() -> dict:
 
 def hardware_class(fields: dict) -> str:
     """Short readable class from must-match fields, e.g. 'amd-zen3-2c-1n'."""
-    vendor = {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(
-        fields.get("cpu.vendor") or "", (fields.get("cpu.vendor") or "unknown").lower()
-    )
+    vendor = fields.get("cpu.vendor") or "unknown"
+    vendor = {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(vendor, vendor.lower())
     uarch = fields.get("cpu.microarchitecture") or "unknown"
     cores = fields.get("cpu.physical_cores")
     nodes = fields.get("numa.node_count")

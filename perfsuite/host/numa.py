@@ -80,12 +80,8 @@ def get_mempolicy() -> tuple[str, list[int]]:
 
 
 def read_status() -> dict[str, str]:
-    out = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("Cpus_allowed_list", "Mems_allowed_list"):
-            out[key] = value.strip()
-    return out
+    lines = (line.partition(":") for line in Path("/proc/self/status").read_text().splitlines())
+    return {k: v.strip() for k, _, v in lines if k in ("Cpus_allowed_list", "Mems_allowed_list")}
 
 
 def current_binding(mechanism: str = "none") -> Binding:

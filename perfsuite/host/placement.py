@@ -85,10 +85,9 @@ def shards(topo: Topology, by: str = "node") -> list[Placement]:
 def _cores(topo: Topology, allowed: list[int]) -> list[list[int]]:
     """Allowed CPUs grouped by physical core, in CPU order (SMT siblings together)."""
     seen, groups = set(), []
-    siblings = {}
-    for dom in topo.caches.get("L2").domains if topo.caches.get("L2") else ():
-        for c in dom:
-            siblings[c] = dom  # Zen: L2 is per core, so its sharing list = SMT siblings
+    l2 = topo.caches.get("L2")
+    # Zen: L2 is per core, so its sharing list = SMT siblings
+    siblings = {c: dom for dom in (l2.domains if l2 else ()) for c in dom}
     for c in sorted(allowed):
         if c in seen:
             continue
@@ -106,11 +105,8 @@ def choose_cpus(topo: Topology, allowed: list[int], n: int, policy: str = "compa
     if policy not in ("compact", "spread"):
         raise PlacementError(f"placement policy {policy!r}: use 'compact' or 'spread'")
     domains = [list(d) for d in (topo.l3_domains or (tuple(allowed),))]
-    per_dom = []
-    for d in domains:
-        cores = _cores(topo, [c for c in d if c in allowed])
-        if cores:
-            per_dom.append(cores)
+    per_dom = [_cores(topo, [c for c in d if c in allowed]) for d in domains]
+    per_dom = [cores for cores in per_dom if cores]
     order: list[int] = []
     for smt_level in range(max(len(c) for dom in per_dom for c in dom)):
         level = [[c[smt_level] for c in dom if len(c) > smt_level] for dom in per_dom]

@@ -8,7 +8,9 @@ other than ``/`` lets tests point the reader at fixture trees of other machines.
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 
 CPU_DIR = "sys/devices/system/cpu"
@@ -18,10 +20,7 @@ NODE_DIR = "sys/devices/system/node"
 def parse_cpulist(text: str) -> list[int]:
     """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11] (kernel cpulist format)."""
     out: list[int] = []
-    for part in text.strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
+    for part in filter(None, (p.strip() for p in text.split(","))):
         if "-" in part:
             lo, _, hi = part.partition("-")
             stride = 1
@@ -39,15 +38,11 @@ def parse_cpulist(text: str) -> list[int]:
 
 def format_cpulist(cpus) -> str:
     """[0, 1, 2, 3, 8] -> '0-3,8'."""
-    cpus = sorted(set(cpus))
     runs: list[str] = []
-    i = 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        runs.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
-        i = j + 1
+    # consecutive CPUs share cpu - position, so each group is one run
+    for _, group in groupby(enumerate(sorted(set(cpus))), lambda ic: ic[1] - ic[0]):
+        run = [c for _, c in group]
+        runs.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
     return ",".join(runs)
 
 
@@ -93,8 +88,6 @@ class Reader:
 
 @dataclass(frozen=True)
 class CacheLevel:
-    level: int
-    type: str  # Data, Instruction, Unified
     size_bytes: int
     domains: tuple[tuple[int, ...], ...]  # distinct shared_cpu_list sets among online CPUs
 
@@ -121,7 +114,6 @@ class CpuInfo:
 class Topology:
     online: tuple[int, ...] | None
     offline: tuple[int, ...]
-    possible: tuple[int, ...] | None
     sockets: int | None
     physical_cores: int | None
     threads_per_core: int | None
@@ -140,34 +132,26 @@ class Topology:
 def read_cpuinfo(reader: Reader) -> CpuInfo:
     raw = reader.text("proc/cpuinfo", note="cpu identity")
     first: dict[str, str] = {}
-    if raw:
-        for line in raw.splitlines():
-            if not line.strip():
-                if first:
-                    break
-                continue
-            key, sep, value = line.partition(":")
-            if sep:
-                first.setdefault(key.strip(), value.strip())
+    # the first processor's block: up to the first blank line (raw is stripped)
+    for line in re.split(r"\n\s*\n", raw or "")[0].splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            first.setdefault(key.strip(), value.strip())
 
-    def as_int(key: str) -> int | None:
+    def number(key: str, parse=lambda text: int(text, 0)):
         try:
-            return int(first[key], 0)
+            return parse(first[key])
         except (KeyError, ValueError):
             return None
 
-    try:
-        mhz = float(first["cpu MHz"])
-    except (KeyError, ValueError):
-        mhz = None
     return CpuInfo(
         vendor=first.get("vendor_id"),
         model_name=first.get("model name"),
-        family=as_int("cpu family"),
-        model=as_int("model"),
-        stepping=as_int("stepping"),
+        family=number("cpu family"),
+        model=number("model"),
+        stepping=number("stepping"),
         flags=frozenset(first.get("flags", "").split()),
-        mhz=mhz,
+        mhz=number("cpu MHz", float),
     )
 
 
@@ -179,7 +163,6 @@ def _cache_key(level: int, ctype: str) -> str:
 
 def _read_caches(reader: Reader, cpus: list[int]) -> dict[str, CacheLevel]:
     sizes: dict[str, int] = {}
-    types: dict[str, str] = {}
     domains: dict[str, set[tuple[int, ...]]] = {}
     missing = []
     for cpu in cpus:
@@ -196,7 +179,6 @@ def _read_caches(reader: Reader, cpus: list[int]) -> dict[str, CacheLevel]:
             if level is None or ctype is None:
                 continue
             key = _cache_key(int(level), ctype)
-            types[key] = ctype
             if size is not None:
                 try:
                     sizes.setdefault(key, parse_size(size))
@@ -216,15 +198,10 @@ def _read_caches(reader: Reader, cpus: list[int]) -> dict[str, CacheLevel]:
         )
     out = {}
     for key in ("L1d", "L1i", "L2", "L3"):
-        if key in sizes:
-            out[key] = CacheLevel(
-                level=int(key[1]),
-                type=types[key],
-                size_bytes=sizes[key],
-                domains=tuple(sorted(domains.get(key, ()))),
-            )
-        else:
+        if key not in sizes:
             reader.notes.append(f"{key}: unknown (no readable cache info)")
+            continue
+        out[key] = CacheLevel(sizes[key], tuple(sorted(domains.get(key, ()))))
     return out
 
 
@@ -254,18 +231,15 @@ def read_topology(root: str | Path = "/") -> Topology:
     """Read the host topology below ``root``; unknown fields are None with a note."""
     reader = Reader(root)
     online = reader.cpulist(f"{CPU_DIR}/online", note="online CPUs")
-    possible = reader.cpulist(f"{CPU_DIR}/possible")
     offline = reader.cpulist(f"{CPU_DIR}/offline") or []
     if online is None:
         # Fall back to the cpuN directories; without 'online' we cannot tell offline ones.
-        try:
+        with suppress(OSError):
             online = sorted(
                 int(p.name[3:])
                 for p in reader.path(CPU_DIR).iterdir()
                 if re.fullmatch(r"cpu\d+", p.name)
             )
-        except OSError:
-            online = None
     cpu = read_cpuinfo(reader)
 
     packages: dict[int, set[tuple[int, int]]] = {}
@@ -305,7 +279,6 @@ def read_topology(root: str | Path = "/") -> Topology:
     return Topology(
         online=tuple(online) if online is not None else None,
         offline=tuple(offline),
-        possible=tuple(possible) if possible is not None else None,
         sockets=sockets,
         physical_cores=physical,
         threads_per_core=tpc,

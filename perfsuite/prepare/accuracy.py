@@ -1,13 +1,9 @@
-"""Accuracy gate for INT8 variants against their FP32 model.
+"""Accuracy gate for INT8 variants against their FP32 model (docs/guide/inference.md).
 
-- The digits classifier (real labels shipped with scikit-learn): top-1 accuracy on the
-  held-out split; INT8 may lose at most ``max_top1_drop_points`` (default 1.0).
-- Random-weight models (ResNet-50, the transformer, the small CNN): their outputs are
-  dominated by an input-independent component, so cosine similarity or top-1 agreement says
-  little. The gate uses the signal-to-quantization-noise ratio of *centred* outputs:
-  signal = y_fp32 - mean_over_batch(y_fp32), noise = (y_int8 - y_fp32) minus its batch mean,
-  SQNR = 10 log10(sum signal^2 / sum noise^2). It sees only the input-dependent part.
-  Default threshold ``min_sqnr_db`` (see ``THRESHOLDS``).
+The digits classifier has real labels: INT8 may lose at most ``MAX_TOP1_DROP_POINTS`` of
+top-1 accuracy. Random-weight models' outputs are dominated by an input-independent
+component, so they are judged by the signal-to-quantization-noise ratio of *centred* outputs
+(each minus its batch mean, ``centred_sqnr_db``) against ``THRESHOLDS``.
 """
 
 from __future__ import annotations
@@ -20,12 +16,10 @@ from perfsuite.prepare.models.zoo import digits_split
 from perfsuite.prepare.quantize import Prepared
 from perfsuite.records import Accuracy
 
-# dB floors per model, chosen from measurements on this machine (see README, "Accuracy gate"):
-# healthy INT8 variants sit well above them, a wrong scale falls far below.
+# dB floors per model, chosen from measurements: healthy INT8 variants sit well above them, a
+# wrong scale falls far below.
 THRESHOLDS = {"default": 10.0}
 MAX_TOP1_DROP_POINTS = 1.0
-
-
 
 
 def centred_sqnr_db(reference: np.ndarray, test: np.ndarray) -> float:
@@ -77,11 +71,9 @@ def evaluate(
     x = model.inputs(n, seed=99)[model.input_name]
     ref = run_batches(framework, model.path, {}, x, model.input_name, 1)
     out = run_batches(framework, variant.path, variant.framework_options, x, model.input_name, 1)
-    floor = (
-        THRESHOLDS.get(model.name, THRESHOLDS["default"])
-        if sqnr_floor_db is None
-        else sqnr_floor_db
-    )
+    floor = sqnr_floor_db
+    if floor is None:
+        floor = THRESHOLDS.get(model.name, THRESHOLDS["default"])
     db = centred_sqnr_db(ref, out)
     raw_cos = float(
         np.dot(ref.ravel(), out.ravel()) / (np.linalg.norm(ref) * np.linalg.norm(out) + 1e-30)

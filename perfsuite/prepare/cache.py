@@ -1,10 +1,9 @@
-"""Artefact cache for built models and quantized files.
+"""Artefact cache for built models and quantized files (docs/guide/inference.md).
 
 Location: ``$PERFSUITE_CACHE``, else ``$XDG_CACHE_HOME/perfsuite``, else ``~/.cache/perfsuite``.
-An entry is keyed by a hash of the builder's name, parameters and code version. It is written
-to a temporary file and renamed into place (atomic), then a manifest with its SHA-256 and size
-is written the same way. On load the file must match its manifest; a truncated or corrupted
-file (or one without manifest) is rebuilt, never used.
+An entry is keyed by a hash of the builder's name, parameters and code version, written
+atomically and sealed with a manifest of its SHA-256 and size; a file that does not match its
+manifest (truncated, corrupted, or without one) is rebuilt, never used.
 """
 
 from __future__ import annotations
@@ -38,11 +37,8 @@ def cache_key(name: str, params: dict, version: str) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _manifest(path: Path) -> Path:

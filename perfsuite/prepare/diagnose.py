@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-# Below this, INT8 rarely wins on CPUs: the smoke profile's small_cnn (~0.1 ms per call)
-# measured 0.72-0.95x FP32 with onnxruntime int8_static on Zen 4, ResNet-50 (8.2 GFLOP) 3.5x.
+# Below this, INT8 rarely wins on CPUs (docs/measurements/int8-per-generation.md).
 SMALL_MODEL_FLOPS = 50e6
 
 
@@ -20,10 +19,6 @@ def op_counts(path: Path) -> Counter:
 
     model = onnx.load(str(path), load_external_data=False)
     return Counter(n.op_type for n in model.graph.node)
-
-
-def _has_vnni(flags: dict) -> bool:
-    return bool(flags.get("avx512_vnni") or flags.get("avx_vnni"))
 
 
 def diagnose(
@@ -46,6 +41,7 @@ def diagnose(
     if Path(path).suffix != ".onnx":
         return reasons
     ops = op_counts(Path(path))
+    vnni = bool(cpu_flags.get("avx512_vnni") or cpu_flags.get("avx_vnni"))
     if ops.get("ConvInteger"):
         reasons.append(
             f"{ops['ConvInteger']} ConvInteger node(s) from dynamic quantization of convolutions: "
@@ -59,18 +55,18 @@ def diagnose(
             "computed on every call; for small matrices this overhead can outweigh the INT8 gain"
         )
     qop = ops.get("QLinearConv", 0) + ops.get("QLinearMatMul", 0)
-    if qop and not _has_vnni(cpu_flags):
+    if qop and not vnni:
         reasons.append(
             f"{qop} QOperator node(s) (QLinearConv/QLinearMatMul): with s8 activations (S8S8) "
             "x86-64 CPUs without VNNI take a slower path; prefer QDQ with u8 activations"
         )
-    if ops.get("QuantizeLinear") and not _has_vnni(cpu_flags) and reduce_range is False:
+    if ops.get("QuantizeLinear") and not vnni and reduce_range is False:
         reasons.append(
             "full-range s8 weights on a CPU without VNNI: the u8s8 vpmaddubsw path can saturate "
             "its int16 pair sums (see perfsuite.kernels); onnxruntime recommends "
             "reduce_range=True (7-bit weights) here: compare int8_static_rr"
         )
-    if ops.get("QuantizeLinear") and _has_vnni(cpu_flags) and reduce_range is True:
+    if ops.get("QuantizeLinear") and vnni and reduce_range is True:
         reasons.append(
             "reduce_range=True (7-bit weights) on a CPU with VNNI: vpdpbusd adds u8 x s8 "
             "products into int32 with no int16 step, so nothing saturates and both u8s8 and s8s8 "

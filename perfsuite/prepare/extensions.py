@@ -1,25 +1,15 @@
 """What other packages add to perfsuite, found through entry points (pytest finds its plugins
 through ``pytest11`` the same way). perfsuite declares its own in its pyproject.toml:
 
-- ``perfsuite.backends``: name -> a ``perfsuite.prepare.backends.Backend`` subclass (a
-  framework);
-- ``perfsuite.precisions``: name -> a ``perfsuite.prepare.quantize.Quantizer`` (how that
-  precision's model file is made);
+- ``perfsuite.backends``: name -> a ``perfsuite.prepare.backends.Backend`` subclass;
+- ``perfsuite.precisions``: name -> a ``perfsuite.prepare.quantize.Quantizer``;
 - ``perfsuite.executors``: name -> an ``perfsuite.execute.executors.Executor`` class, built
   with keyword options (``timeout`` at least).
 
-A third-party package adds a framework by declaring, in its own pyproject.toml::
-
-    [project.entry-points."perfsuite.backends"]
-    myfw = "myfw_perfsuite:MyBackend"
-
-and every process that imports perfsuite finds it: the sweep, its spawned workers, Spark's
-Python workers, the other interpreter of an A/B run (with its own installed set).
-
-A ``Registry`` is one group's mapping. It reads the entry points on first use and again when
-``sys.path`` changed (a path added later, a test's or a worker's, counts), and it keeps what
-was registered at run time (a ``Backend`` subclass defined in a conftest registers itself on
-definition; ``runtime_only`` names those that no entry point declares).
+A package declares its own the same way (docs/design/architecture.md, "Where a change goes").
+A ``Registry`` is one group's mapping: it reads the entry points on first use and again when
+``sys.path`` changed, and keeps what was registered at run time (a ``Backend`` subclass
+defined in a conftest; ``runtime_only`` names those that no entry point declares).
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
-"""Precisions and the quantization paths that produce them, cached like models.
+"""Precisions and the quantization paths that produce them, cached like models
+(docs/guide/inference.md, "Precisions"):
 
-- fp32: the model as built.
-- int8_dynamic: ORT ``quantize_dynamic(fp32, int8, weight_type=QuantType.QInt8)``, the
-  article's call.
-- int8_static: ORT ``quant_pre_process``, then ``quantize_static``: QDQ format, per-channel
-  s8 weights, u8 activations, calibrated on ``calibration_inputs``.
-- int8_static_rr: the same with ``reduce_range=True`` (7-bit weights: no vpmaddubsw
-  saturation on CPUs without VNNI).
+- fp32: the model as built; bf16: the same, run with OpenVINO's INFERENCE_PRECISION_HINT=bf16;
+- int8_dynamic: ORT ``quantize_dynamic(fp32, int8, weight_type=QuantType.QInt8)``, the article's;
+- int8_static: ORT ``quant_pre_process``, then ``quantize_static``: QDQ, per-channel s8 weights,
+  u8 activations; int8_static_rr: the same with ``reduce_range=True`` (7-bit weights);
 - int8_nncf: OpenVINO IR quantized by NNCF ``nncf.quantize`` (OpenVINO only).
-- bf16: the fp32 model run with INFERENCE_PRECISION_HINT=bf16 (OpenVINO; avx512_bf16/AMX).
 
-``int8_static`` models read by OpenVINO are the "ORT QDQ model in OpenVINO" variant.
-
-Each precision is a ``Quantizer`` declared in the ``perfsuite.precisions`` entry-point group
-(``perfsuite.prepare.extensions``; perfsuite's own below, declared in its pyproject.toml); a
-package adds a precision by declaring its own there, or ``register_precision`` adds one at
-run time.
-The frameworks' quantization libraries are imported inside the builders: they are heavy and
-optional (``perfsuite[frameworks]``).
+Each is a ``Quantizer`` in the ``perfsuite.precisions`` entry-point group
+(``perfsuite.prepare.extensions``), or added at run time by ``register_precision``. The
+frameworks' quantization libraries are heavy and optional: the builders import them.
 """
 
 from __future__ import annotations
@@ -26,6 +18,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -142,13 +135,8 @@ def _nncf(model: ModelInfo, target: Path) -> dict:
     return {}
 
 
-def _host_has_bf16() -> bool:
-    f = cpu_features()
-    return bool(f.get("avx512_bf16"))
-
-
 def _bf16_missing() -> str | None:
-    if _host_has_bf16():
+    if cpu_features().get("avx512_bf16"):
         return None
     return "bf16 needs avx512_bf16 or AMX; this CPU has neither"
 
@@ -165,19 +153,11 @@ class Quantizer:
     missing: Callable[[], str | None] = lambda: None
 
 
-def _static(model: ModelInfo, target: Path) -> dict:
-    return _ort_static(model, target, False)
-
-
-def _static_rr(model: ModelInfo, target: Path) -> dict:
-    return _ort_static(model, target, True)
-
-
 # perfsuite's own precisions: the perfsuite.precisions entry points in pyproject.toml name these
 FP32 = Quantizer()
 INT8_DYNAMIC = Quantizer(_ort_dynamic)
-INT8_STATIC = Quantizer(_static)
-INT8_STATIC_RR = Quantizer(_static_rr)
+INT8_STATIC = Quantizer(partial(_ort_static, reduce_range=False))
+INT8_STATIC_RR = Quantizer(partial(_ort_static, reduce_range=True))
 INT8_NNCF = Quantizer(_nncf, ".xml", (".bin",))
 BF16 = Quantizer(framework_options={"precision_hint": "bf16"}, missing=_bf16_missing)
 
@@ -207,10 +187,9 @@ def prepare(model: ModelInfo, precision: str, framework: str) -> Prepared:
     q = QUANTIZERS[precision]
     if q.build is None:
         return Prepared(model.path, precision, dict(q.framework_options))
-    key = {"model": model.path.name}
     path = cache.cached(
         f"{precision}-{model.name}",
-        key,
+        {"model": model.path.name},
         QUANTIZER_VERSION,
         lambda p: q.build(model, p),
         q.suffix,

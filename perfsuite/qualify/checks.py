@@ -36,6 +36,7 @@ NEEDS_REFERENCE = "measured; judging it needs a reference for this class"
 ALL_CORE_MIN_RATIO = 0.9
 GEMM_EFFICIENCY_MIN = 0.5
 STABILITY_MAX_CV = 0.10
+NODE_SYMMETRY_MAX_SPREAD = 0.15
 RECOMMENDED_SETTINGS = {"os.numa_balancing": False, "freq.governor": "performance"}
 TOPOLOGY_KEYS = (
     "cpu.vendor",
@@ -60,14 +61,13 @@ def shipped_references() -> dict[str, Path]:
     return {p.name: Path(str(p)) for p in root.iterdir() if p.name.endswith(".json")}
 
 
-def load_reference(path: Path | None, hardware_class: str) -> dict | None:
+def load_reference(path: Path | None, hardware_class: str) -> records.Reference | None:
     """The reference at ``path``, else the shipped one for this hardware class, else None:
     a class with no reference is still qualified on what needs none (``evaluate``)."""
     if path is None:
         for p in shipped_references().values():
-            ref = json.loads(p.read_text())
-            if ref.get("hardware_class") == hardware_class:
-                records.load_reference(ref, f"shipped reference {p.name}")  # a bug if not
+            ref = records.load_reference(json.loads(p.read_text()), f"shipped reference {p.name}")
+            if ref.hardware_class == hardware_class:
                 return ref
         return None
     try:
@@ -75,28 +75,27 @@ def load_reference(path: Path | None, hardware_class: str) -> dict | None:
     except (OSError, ValueError) as exc:
         raise QualifyError(f"reference {path} is unreadable: {exc}") from None
     try:
-        records.load_reference(ref, f"reference {path}")
+        return records.load_reference(ref, f"reference {path}")
     except records.RecordError as exc:
         raise QualifyError(str(exc)) from None
-    return ref
 
 
-def check_sku(fields: dict, ref: dict) -> None:
+def check_sku(fields: dict, ref: records.Reference | None) -> None:
     """A reference for another vendor or microarchitecture is a usage error, not a FAIL."""
     if ref is None:
         return
-    topo = ref.get("topology", {})
+    topo = ref.topology
     for key in ("cpu.vendor", "cpu.microarchitecture"):
         if key in topo and fields.get(key) != topo[key]:
             raise QualifyError(
-                f"reference '{ref.get('sku')}' is for {key} = {topo[key]}; this "
+                f"reference '{ref.sku}' is for {key} = {topo[key]}; this "
                 f"host has {fields.get(key)}: choose the reference of its SKU"
             )
 
 
-def check_topology(fields: dict, ref: dict) -> list[Check]:
+def check_topology(fields: dict, ref: records.Reference) -> list[Check]:
     out = []
-    for key, want in ref.get("topology", {}).items():
+    for key, want in ref.topology.items():
         got = fields.get(key)
         out.append(
             Check(
@@ -107,7 +106,7 @@ def check_topology(fields: dict, ref: dict) -> list[Check]:
                 expected=want,
             )
         )
-    want_gib = ref.get("memory_total_gib_min")
+    want_gib = ref.memory_total_gib_min
     if want_gib is not None:
         got = (fields.get("memory.total_bytes") or 0) / 2**30
         out.append(
@@ -122,15 +121,16 @@ def check_topology(fields: dict, ref: dict) -> list[Check]:
     return out
 
 
-def _graded(value: float, expected: float, warn: float, fail: float) -> str:
-    ratio = value / expected if expected else 0.0
-    return "PASS" if ratio >= warn else ("WARN" if ratio >= fail else "FAIL")
+def _graded(value: float, spec: records.Expected) -> str:
+    ratio = value / spec.expected
+    return "PASS" if ratio >= spec.warn_below else ("WARN" if ratio >= spec.fail_below else "FAIL")
 
 
 def check_bandwidth(
-    per_node_gbs: dict[int, float], ref: dict | None, *, quick: bool = False
+    per_node_gbs: dict[int, float], ref: records.Reference | None, *, quick: bool = False
 ) -> list[Check]:
-    spec = ref["bandwidth_gbs_per_node"] if ref else None
+    spec = ref.bandwidth_gbs_per_node if ref else None
+    limit = (ref.node_symmetry_max_spread if ref else None) or NODE_SYMMETRY_MAX_SPREAD
     if quick and spec:
         # 16 MiB arrays: start-up and cache effects dominate; measured 13 GB/s here in quick
         # mode against 35-41 GB/s with the full 128 MiB arrays.
@@ -140,23 +140,19 @@ def check_bandwidth(
                 name=f"node{n} triad GB/s",
                 status="WARN",
                 measured=round(v, 1),
-                expected=spec["expected"],
+                expected=spec.expected,
                 detail="--quick arrays are too small to judge bandwidth; run without --quick",
             )
             for n, v in sorted(per_node_gbs.items())
-        ] + (
-            [check_node_symmetry(per_node_gbs, ref.get("node_symmetry_max_spread", 0.15))]
-            if len(per_node_gbs) > 1
-            else []
-        )
+        ] + ([check_node_symmetry(per_node_gbs, limit)] if len(per_node_gbs) > 1 else [])
     out = [
         Check(
             group="bandwidth",
             name=f"node{n} triad GB/s",
-            status=_graded(v, spec["expected"], spec["warn_below"], spec["fail_below"]),
+            status=_graded(v, spec),
             measured=round(v, 1),
-            expected=spec["expected"],
-            detail=f"{v / spec['expected']:.0%} of the reference",
+            expected=spec.expected,
+            detail=f"{v / spec.expected:.0%} of the reference",
         )
         if spec
         else Check(
@@ -170,7 +166,6 @@ def check_bandwidth(
         for n, v in sorted(per_node_gbs.items())
     ]
     if len(per_node_gbs) > 1:
-        limit = (ref or {}).get("node_symmetry_max_spread", 0.15)
         out.append(check_node_symmetry(per_node_gbs, limit))
     return out
 
@@ -191,33 +186,31 @@ def check_node_symmetry(per_node_gbs: dict[int, float], limit: float) -> Check:
 
 
 def check_compute(
-    peak_per_core: float, all_core_per_core: float, gemm_eff: float, ref: dict | None
+    peak_per_core: float, all_core_per_core: float, gemm_eff: float, ref: records.Reference | None
 ) -> list[Check]:
     if ref is None:
         return _check_compute_unreferenced(peak_per_core, all_core_per_core, gemm_eff)
-    spec = ref["fma_gflops_per_core"]
+    spec = ref.fma_gflops_per_core
     out = [
         Check(
             group="compute",
             name="FMA GFLOP/s, one core",
-            status=_graded(peak_per_core, spec["expected"], spec["warn_below"], spec["fail_below"]),
+            status=_graded(peak_per_core, spec),
             measured=round(peak_per_core, 1),
-            expected=spec["expected"],
+            expected=spec.expected,
         ),
         Check(
             group="compute",
             name="FMA GFLOP/s per core, all cores busy",
-            status=_graded(
-                all_core_per_core, spec["expected"], spec["warn_below"], spec["fail_below"]
-            ),
+            status=_graded(all_core_per_core, spec),
             measured=round(all_core_per_core, 1),
-            expected=spec["expected"],
+            expected=spec.expected,
             detail="every core reaches the expected clock"
             if all_core_per_core >= peak_per_core * 0.9
             else "all-core rate well below the single-core rate: clock drops under load",
         ),
     ]
-    out.append(_check_gemm(gemm_eff, ref.get("gemm_efficiency_min", GEMM_EFFICIENCY_MIN)))
+    out.append(_check_gemm(gemm_eff, ref.gemm_efficiency_min or GEMM_EFFICIENCY_MIN))
     return out
 
 
@@ -260,10 +253,10 @@ def _check_compute_unreferenced(
     ]
 
 
-def check_stability(repeats: list[float], ref: dict | None) -> list[Check]:
+def check_stability(repeats: list[float], ref: records.Reference | None) -> list[Check]:
     a = np.asarray(repeats, float)
     cv = coefficient_of_variation(a)
-    limit = (ref or {}).get("stability_max_cv", STABILITY_MAX_CV)
+    limit = (ref.stability_max_cv if ref else None) or STABILITY_MAX_CV
     return [
         Check(
             group="stability",
@@ -276,9 +269,9 @@ def check_stability(repeats: list[float], ref: dict | None) -> list[Check]:
     ]
 
 
-def check_settings(fields: dict, ref: dict | None) -> list[Check]:
+def check_settings(fields: dict, ref: records.Reference | None) -> list[Check]:
     out = []
-    wanted = ref.get("settings", {}) if ref else RECOMMENDED_SETTINGS
+    wanted = ref.settings if ref else RECOMMENDED_SETTINGS
     for key, want in wanted.items():
         got = fields.get(key)
         if got is None:
@@ -308,7 +301,7 @@ def check_settings(fields: dict, ref: dict | None) -> list[Check]:
 
 def run_inference(
     out_dir: Path, baselines: Path, profile: str = "qualification", timeout: float | None = None
-) -> dict:
+) -> records.InferenceOutcome:
     """Run the inference sweep of ``profile`` through the sweep's and the gate's Python API
     (the run's executor, the gate against ``baselines``, the same reports as a pytest run,
     under ``out_dir/results``); return what the gate said. ``timeout``: seconds per point
@@ -326,7 +319,9 @@ def run_inference(
             if not point.skip:
                 session.run(point)
         if not session.records:
-            return {"returncode": 2, "summary": "no runnable point", "run_dir": None, "gate": None}
+            return records.InferenceOutcome(
+                returncode=2, summary="no runnable point", run_dir=None, gate=None
+            )
         outcome = finish(session, FinishOptions(gate=GateConfig(), fail_on="regression"))
     finally:
         session.close()  # the run's executor (and any SparkSession) stops here
@@ -337,21 +332,16 @@ def run_inference(
     if errors or inaccurate:
         summary += f"; errors: {', '.join(errors) or '-'}; accuracy failed: "
         summary += ", ".join(inaccurate) or "-"
-    info = {
-        "returncode": 1 if failed else 0,
-        "summary": summary,
-        "run_dir": str(session.run_dir),
-        "gate": None,
-    }
-    if outcome.comparison is not None:
-        info["gate"] = {
-            "points": len(outcome.comparison.verdicts),
-            "failures": len(outcome.comparison.failing("regression")),
-        }
-    return info
+    gate = outcome.comparison and records.InferenceGate(
+        points=len(outcome.comparison.verdicts),
+        failures=len(outcome.comparison.failing("regression")),
+    )
+    return records.InferenceOutcome(
+        returncode=1 if failed else 0, summary=summary, run_dir=str(session.run_dir), gate=gate
+    )
 
 
-def check_inference(info: dict | None) -> list[Check]:
+def check_inference(info: records.InferenceOutcome | None) -> list[Check]:
     if info is None:
         return [
             Check(
@@ -363,16 +353,16 @@ def check_inference(info: dict | None) -> list[Check]:
                 detail="not run (perfsuite qualify --inference runs it)",
             )
         ]
-    gate = info.get("gate")
-    if info["returncode"] not in (0, 1):
+    gate = info.gate
+    if info.returncode not in (0, 1):
         return [
             Check(
                 group="inference",
                 name="qualification sweep",
                 status="FAIL",
-                measured=info["summary"],
+                measured=info.summary,
                 expected="completes",
-                detail="the sweep itself failed; see " + str(info["run_dir"]),
+                detail="the sweep itself failed; see " + str(info.run_dir),
             )
         ]
     if gate is None:
@@ -381,20 +371,20 @@ def check_inference(info: dict | None) -> list[Check]:
                 group="inference",
                 name="qualification sweep vs the SKU baseline",
                 status="WARN",
-                measured=info["summary"],
+                measured=info.summary,
                 expected="a baseline",
                 detail="no baseline for this class/profile: measured but not judged",
             )
         ]
-    status = "FAIL" if gate["failures"] or info["returncode"] == 1 else "PASS"
+    status = "FAIL" if gate.failures or info.returncode == 1 else "PASS"
     return [
         Check(
             group="inference",
             name="qualification sweep vs the SKU baseline",
             status=status,
-            measured=f"{gate['failures']} of {gate['points']} points failing",
+            measured=f"{gate.failures} of {gate.points} points failing",
             expected="0 failing",
-            detail=f"gate reports in {info['run_dir']}",
+            detail=f"gate reports in {info.run_dir}",
         )
     ]
 
@@ -460,35 +450,31 @@ def check_topology_sanity(fields: dict) -> list[Check]:
     return out
 
 
-def evaluate(fields: dict, measurements: dict, ref: dict | None) -> list[Check]:
+def evaluate(
+    fields: dict, m: records.HostMeasurements, ref: records.Reference | None
+) -> list[Check]:
     """Every check; with ``ref`` None, what needs a reference is WARN and the rest is judged."""
     check_sku(fields, ref)
     checks = check_topology_sanity(fields) if ref is None else check_topology(fields, ref)
-    checks += check_bandwidth(
-        measurements["bandwidth_gbs"], ref, quick=measurements.get("quick", False)
-    )
-    checks += check_compute(
-        measurements["fma_per_core"],
-        measurements["fma_all_cores_per_core"],
-        measurements["gemm_efficiency"],
-        ref,
-    )
-    checks += check_stability(measurements["fma_repeats"], ref)
+    checks += check_bandwidth(m.bandwidth_gbs, ref, quick=m.quick)
+    checks += check_compute(m.fma_per_core, m.fma_all_cores_per_core, m.gemm_efficiency, ref)
+    checks += check_stability(m.fma_repeats, ref)
     checks += check_settings(fields, ref)
-    checks += check_inference(measurements.get("inference"))
+    checks += check_inference(m.inference)
     return checks
 
 
-def make_reference(fp, runs: list[dict], *, when: str) -> dict:
+def make_reference(
+    fp: records.Fingerprint, runs: list[records.HostMeasurements], *, when: str, note: str = ""
+) -> records.Reference:
     """A reference from a known-good host (its ``records.Fingerprint`` or the JSON of one):
     the median of repeated measurements, this host's topology as the expected one, its
     settings as the recommended ones."""
-    fp = records.Fingerprint.model_validate(fp)
     fields = fp.fields
     med = lambda xs: float(np.median(xs))  # noqa: E731
-    bandwidth = med([min(r["bandwidth_gbs"].values()) for r in runs])
-    fma = med([med(r["fma_repeats"]) for r in runs])
-    gemm = med([r["gemm_efficiency"] for r in runs])
+    bandwidth = med([min(r.bandwidth_gbs.values()) for r in runs])
+    fma = med([med(r.fma_repeats) for r in runs])
+    gemm = med([r.gemm_efficiency for r in runs if r.gemm_efficiency is not None])
     topology = {k: fields.get(k) for k in TOPOLOGY_KEYS if fields.get(k) is not None}
     topology.update({k: v for k, v in fields.items() if k.startswith("isa.") and v is not None})
     settings = {
@@ -496,14 +482,14 @@ def make_reference(fp, runs: list[dict], *, when: str) -> dict:
         for k in ("os.thp_enabled", "os.numa_balancing", "freq.governor")
         if fields.get(k) is not None
     }
-    return {
+    ref = {
         "schema": REFERENCE_SCHEMA,
         "sku": f"{fp.hardware_class} ({fields.get('cpu.model_name') or 'unknown model'})",
         "hardware_class": fp.hardware_class,
         "source": (
             f"perfsuite qualify --save-reference on {when}: median of {len(runs)} runs "
             f"(triad {bandwidth:.1f} GB/s on the slowest node, FMA {fma:.1f} GFLOP/s per "
-            f"core, GEMM efficiency {gemm:.2f})"
+            f"core, GEMM efficiency {gemm:.2f}){note}"
         ),
         "saved": {"date": when, "fingerprint": fields},
         "topology": topology,
@@ -515,12 +501,13 @@ def make_reference(fp, runs: list[dict], *, when: str) -> dict:
             "warn_below": 0.8,
             "fail_below": 0.5,
         },
-        "node_symmetry_max_spread": 0.15,
+        "node_symmetry_max_spread": NODE_SYMMETRY_MAX_SPREAD,
         "fma_gflops_per_core": {"expected": round(fma, 1), "warn_below": 0.85, "fail_below": 0.6},
         "gemm_efficiency_min": round(gemm * 0.8, 2),
         "stability_max_cv": STABILITY_MAX_CV,
         "settings": settings,
     }
+    return records.load_reference(ref, "the reference made here")
 
 
 def verdict(checks: list[Check]) -> str:
@@ -531,7 +518,7 @@ def verdict(checks: list[Check]) -> str:
 # -- measuring the real host ------------------------------------------------------------------
 
 
-def measure(topo, *, quick: bool = False, mechanism: str = "auto") -> dict:
+def measure(topo, *, quick: bool = False, mechanism: str = "auto") -> records.HostMeasurements:
     n = 1 << (22 if quick else 25)
     bandwidth = {}
     for p in placement.shards(topo, "node"):
@@ -539,7 +526,7 @@ def measure(topo, *, quick: bool = False, mechanism: str = "auto") -> dict:
         out = run_bound(
             kernels.triad_best, n, len(p.cpus), 3 if quick else 5, placement=p, mechanism=mechanism
         )
-        bandwidth[node_id] = out["result"]
+        bandwidth[node_id] = out.result
     seconds = 0.05 if quick else 0.3
     repeats = [kernels.compute_peak(1, seconds)["gflops"] for _ in range(3 if quick else 5)]
     cores = topo.physical_cores or 1
@@ -558,15 +545,15 @@ def measure(topo, *, quick: bool = False, mechanism: str = "auto") -> dict:
     t0 = time.perf_counter()
     kernels.gemm_f32(a, a)
     gemm = 2 * 1024**3 / (time.perf_counter() - t0) / 1e9
-    return {
-        "bandwidth_gbs": bandwidth,
-        "fma_per_core": max(repeats),
-        "fma_all_cores_per_core": all_cores,
-        "fma_all_cores_readings": readings,
-        "quick": quick,
-        "gemm_efficiency": gemm / max(repeats),
-        "fma_repeats": repeats,
-    }
+    return records.HostMeasurements(
+        bandwidth_gbs=bandwidth,
+        fma_per_core=max(repeats),
+        fma_all_cores_per_core=all_cores,
+        fma_all_cores_readings=readings,
+        quick=quick,
+        gemm_efficiency=gemm / max(repeats),
+        fma_repeats=repeats,
+    )
 
 
 def html(checks: list[Check], title: str) -> str:

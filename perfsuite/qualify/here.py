@@ -4,27 +4,31 @@ validated ``perfsuite.qualification/1`` report. The same function runs for
 
 from __future__ import annotations
 
-import json
 import time
 
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.host.topology import read_topology
 from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks as qualify
-from perfsuite.records import Fingerprint, load_qualification
-from perfsuite.writing import json_default
+from perfsuite.records import (
+    QUALIFICATION,
+    Fingerprint,
+    HostMeasurements,
+    QualificationReport,
+    Reference,
+)
 
 
 def qualify_here(
     *,
     quick: bool = False,
-    reference: dict | None = None,
+    reference: Reference | None = None,
     repeats: int = 1,
     inference: tuple | None = None,
     fp: Fingerprint | None = None,
-) -> tuple[dict, list, list[dict]]:
-    """Returns (report, checks, the measurement runs). Raises QualifyError when the
-    reference does not apply to this host."""
+) -> tuple[QualificationReport, list[HostMeasurements]]:
+    """Returns the report and the measurement runs. Raises QualifyError when the reference
+    does not apply to this host."""
     t0 = time.perf_counter()
     if fp is None:
         fp = fingerprint("/", frameworks=software_versions())
@@ -33,17 +37,17 @@ def qualify_here(
     runs = [qualify.measure(topo, quick=quick) for _ in range(repeats)]
     measurements = runs[0]
     if inference:
-        measurements["inference"] = qualify.run_inference(*inference)
+        measurements = measurements.model_copy(
+            update={"inference": qualify.run_inference(*inference)}
+        )
     checks = qualify.evaluate(fp.fields, measurements, reference)
-    report = {
-        "schema": "perfsuite.qualification/1",
-        "verdict": qualify.verdict(checks),
-        "reference": reference,
-        "fingerprint": fp.as_dict(),
-        "measurements": measurements,
-        "seconds": time.perf_counter() - t0,
-        "checks": [c.model_dump(mode="json") for c in checks],
-    }
-    report = json.loads(json.dumps(report, default=json_default))
-    load_qualification(report)  # validated like every record perfsuite writes
-    return report, checks, runs
+    report = QualificationReport(
+        schema=QUALIFICATION,
+        verdict=qualify.verdict(checks),
+        reference=reference,
+        fingerprint=fp,
+        measurements=measurements,
+        seconds=time.perf_counter() - t0,
+        checks=checks,
+    )
+    return report, runs

@@ -39,8 +39,7 @@ STORES: dict[str, type] = {}
 
 
 def register(cls: type) -> type:
-    for scheme in cls.schemes:
-        STORES[scheme] = cls
+    STORES.update(dict.fromkeys(cls.schemes, cls))
     return cls
 
 

@@ -46,13 +46,6 @@ def path_for(root: Path, hardware_class: str, profile: str) -> Path:
     return Path(root) / hardware_class / f"{profile}.json"
 
 
-def read(data, source: str) -> records.Baseline:
-    try:
-        return records.load_baseline(data, f"baseline {source}")
-    except records.RecordError as exc:
-        raise BaselineError(str(exc)) from None
-
-
 def load(path: Path) -> records.Baseline:
     """The baseline at ``path``, upgraded to the current schema and validated."""
     try:
@@ -61,11 +54,10 @@ def load(path: Path) -> records.Baseline:
         raise BaselineError(f"no baseline at {path}") from None
     except (OSError, ValueError) as exc:
         raise BaselineError(f"baseline {path} is unreadable or corrupt: {exc}") from None
-    return read(data, str(path))
-
-
-def text_of(baseline: records.Baseline) -> str:
-    return json.dumps(records.dump(baseline), indent=1, sort_keys=True)
+    try:
+        return records.load_baseline(data, f"baseline {path}")
+    except records.RecordError as exc:
+        raise BaselineError(str(exc)) from None
 
 
 def thin_samples(samples: list[float]) -> list[float]:
@@ -85,8 +77,7 @@ def entry(result: records.Result) -> records.BaselineEntry:
         accuracy=result.accuracy,
         recorded=dt.datetime.fromtimestamp(result.timestamp, dt.UTC).isoformat(),
         # each fresh session is a run: its median carries the run-to-run spread to the gate
-        runs=[float(m) for m in result.session_medians_s]
-        or [float(np.median(result.samples_s))],
+        runs=[float(m) for m in result.session_medians_s] or [float(np.median(result.samples_s))],
     )
 
 
@@ -208,7 +199,7 @@ def save(root: Path, fingerprint, profile: str, results: list[records.Result], *
         waited = time.monotonic() - t0
         old = load(path) if path.exists() else None
         new, added, existing = merged(old, fingerprint, profile, results, where=str(path), **how)
-        atomic_write_text(path, text_of(new))
+        atomic_write_text(path, json.dumps(records.dump(new), indent=1, sort_keys=True))
         return Saved(path, added, existing, waited)
     finally:
         lock.release()

@@ -27,6 +27,7 @@ from perfsuite.store.files import SUMMARY, read_run
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 ENV = "PERFSUITE_STORE"
+METRICS = ("latency_median_ms", "latency_p90_ms", "latency_p99_ms", "throughput_ips")
 
 
 class StoreError(ValueError):
@@ -74,6 +75,46 @@ class SeriesPoint:
     value: float
     low: float  # spread band: quartiles of the run's (thinned) samples
     high: float
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run's line in the history (``runs``), with its host's class and its point count."""
+
+    id: int
+    run_key: str
+    kind: str  # run | baseline
+    host_id: int
+    started_at: dt.datetime
+    profile: str
+    perfsuite_version: str | None
+    software: dict
+    commit: str | None
+    source: str | None
+    excluded: bool
+    excluded_reason: str | None
+    hardware_class: str
+    points: int
+
+
+@dataclass(frozen=True)
+class Annotation:
+    id: int
+    benchmarks: str  # an fnmatch glob of point ids
+    hardware_class: str | None  # None: every class
+    run_id: int  # from this run on
+    accepted: bool  # an accepted change starts the series anew
+    text: str
+    created_at: dt.datetime
+    run_key: str
+    started_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class StoredQualification:
+    host_id: int
+    recorded_at: dt.datetime
+    report: records.QualificationReport
 
 
 class HistoryStore:
@@ -160,19 +201,22 @@ class HistoryStore:
 
     def add_run(self, run: records.Run, *, commit: str | None = None) -> bool:
         """Keep a finished run, from the objects in memory; False when it is here already
-        (keyed by its content: the same run from memory or from its directory is one)."""
+        (keyed by its content: the same run from memory or from its directory is one).
+        ``commit`` overrides the one the run recorded."""
         fp = run.summary.fingerprint
         results = run.results
         verdicts = {v.id: v for v in run.gate.verdicts} if run.gate else {}
         started = dt.datetime.fromtimestamp(min(r.timestamp for r in results), dt.UTC)
+        # keyed by every field of each result, whether the file had it or not
+        content = [r.model_dump(mode="json", by_alias=True) for r in results]
         row = {
-            "run_key": _key("run", fp.fields, [_canonical(r) for r in results]),
+            "run_key": _key("run", fp.fields, content),
             "kind": "run",
             "started_at": started,
             "profile": run.summary.profile.get("name", "?"),
             "perfsuite_version": fp.fields.get("software.perfsuite"),
             "software": results[0].software,
-            "commit": commit,
+            "commit": commit or (run.summary.source and run.summary.source.commit),
             "source": run.source,
         }
         return self._write(fp, row, results, verdicts)
@@ -232,17 +276,12 @@ class HistoryStore:
             doc = conn.scalar(_baseline_query(hw, profile))
             old = None if doc is None else records.load_baseline(doc, where)
             new, added, updated = merged(old, fingerprint, profile, results, where=where, **how)
-            values = {"document": records.dump(new), "saved_at": dt.datetime.now(dt.UTC)}
+            c = t.baselines.c
             if old is None:
-                conn.execute(
-                    t.baselines.insert().values(hardware_class=hw, profile=profile, **values)
-                )
+                row = t.baselines.insert().values(hardware_class=hw, profile=profile)
             else:
-                conn.execute(
-                    t.baselines.update()
-                    .where(t.baselines.c.hardware_class == hw, t.baselines.c.profile == profile)
-                    .values(**values)
-                )
+                row = t.baselines.update().where(c.hardware_class == hw, c.profile == profile)
+            conn.execute(row.values(document=records.dump(new), saved_at=dt.datetime.now(dt.UTC)))
         return Saved(where, added, updated)
 
     def close(self) -> None:
@@ -256,7 +295,7 @@ class HistoryStore:
             raise StoreError(str(exc).splitlines()[0]) from None
         report = records.dump(qualification)
         key = _key("qualification", report)
-        saved = qualification.measurements.get("recorded_at")
+        saved = qualification.measurements.recorded_at
         when = (
             _utc(dt.datetime.fromisoformat(saved))
             if saved
@@ -318,16 +357,9 @@ class HistoryStore:
             ).inserted_primary_key[0]
             bench = self._benchmarks(conn, recs)
             conn.execute(t.results.insert(), [_result_row(run_id, bench[r.id], r) for r in recs])
+            columns = {"verdict", "change", "p_value", "confirmed", "reason"}
             rows = [
-                {
-                    "run_id": run_id,
-                    "benchmark_id": bench[v.id],
-                    "verdict": v.verdict,
-                    "change": v.change,
-                    "p_value": v.p_value,
-                    "confirmed": v.confirmed,
-                    "reason": v.reason,
-                }
+                {"run_id": run_id, "benchmark_id": bench[v.id], **v.model_dump(include=columns)}
                 for v in verdicts.values()
                 if v.id in bench
             ]
@@ -403,7 +435,7 @@ class HistoryStore:
                 conn.execute(t.change_points.insert(), [c | {"detected_at": now} for c in found])
 
     # --- reading ------------------------------------------------------------------------
-    def runs(self, *, limit: int | None = None) -> list[dict]:
+    def runs(self, *, limit: int | None = None) -> list[StoredRun]:
         n = sa.func.count(t.results.c.id).label("points")
         q = (
             sa.select(t.runs, t.hosts.c.hardware_class, n)
@@ -415,10 +447,8 @@ class HistoryStore:
         if limit:
             q = q.limit(limit)
         with self.engine.connect() as conn:
-            rows = [dict(r._mapping) for r in conn.execute(q)]
-        for r in rows:
-            r["started_at"] = _utc(r["started_at"])
-        return rows
+            rows = conn.execute(q).all()
+        return [StoredRun(**{**r._mapping, "started_at": _utc(r.started_at)}) for r in rows]
 
     def benchmark_names(self, pattern: str = "*") -> dict[str, int]:
         with self.engine.connect() as conn:
@@ -434,12 +464,7 @@ class HistoryStore:
     ) -> dict[tuple[str, str], list[SeriesPoint]]:
         """Per (benchmark, hardware class): one value per run, oldest first; runs of kind
         'run' that are not excluded, with results that are ok."""
-        if metric not in (
-            "latency_median_ms",
-            "latency_p90_ms",
-            "latency_p99_ms",
-            "throughput_ips",
-        ):
+        if metric not in METRICS:
             raise StoreError(f"unknown metric {metric!r}")
         names = self.benchmark_names(pattern)
         if not names:
@@ -478,17 +503,17 @@ class HistoryStore:
                 )
         return out
 
-    def annotations(self, pattern: str = "*") -> list[dict]:
+    def annotations(self, pattern: str = "*") -> list[Annotation]:
         q = (
             sa.select(t.annotations, t.runs.c.run_key, t.runs.c.started_at)
             .join(t.runs, t.runs.c.id == t.annotations.c.run_id)
             .order_by(t.runs.c.started_at)
         )
         with self.engine.connect() as conn:
-            rows = [dict(r._mapping) for r in conn.execute(q)]
-        return [r for r in rows if pattern == "*" or _globs_meet(r["benchmarks"], pattern)]
+            rows = [Annotation(**r._mapping) for r in conn.execute(q)]
+        return [a for a in rows if pattern == "*" or _globs_meet(a.benchmarks, pattern)]
 
-    def qualifications(self, hardware_class: str | None = None) -> list[dict]:
+    def qualifications(self, hardware_class: str | None = None) -> list[StoredQualification]:
         """The newest qualification report of each host (of one class)."""
         q = (
             sa.select(
@@ -502,11 +527,16 @@ class HistoryStore:
         )
         if hardware_class:
             q = q.where(t.hosts.c.hardware_class == hardware_class)
-        newest: dict[int, dict] = {}
-        with self.engine.connect() as conn:
-            for r in conn.execute(q):
-                newest[r.host_id] = dict(r._mapping)
-        return list(newest.values())
+        with self.engine.connect() as conn:  # oldest first: a host's newest report wins
+            newest = {r.host_id: r for r in conn.execute(q)}
+        return [
+            StoredQualification(
+                r.host_id,
+                _utc(r.recorded_at),
+                records.load_qualification(r.report, "stored report"),
+            )
+            for r in newest.values()
+        ]
 
     def export(self, run_ref: str | None = None) -> list[dict]:
         """Runs with their results as plain JSON (all runs, or one)."""
@@ -549,11 +579,6 @@ def _sqlite_begin(conn) -> None:
     then writes fails at once (SQLITE_BUSY, no waiting) when another writer committed in
     between -- two concurrent importers lost runs that way."""
     conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-
-def _canonical(result: records.Result) -> dict:
-    """A result's content for its run's key: every field, whether the file had it or not."""
-    return result.model_dump(mode="json", by_alias=True)
 
 
 def _result_row(run_id: int, benchmark_id: int, r: records.Result) -> dict:

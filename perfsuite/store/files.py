@@ -109,7 +109,7 @@ class FileStore:
     schemes = ("file",)
 
     def __init__(self, url: str | Path):
-        self.root = _path(url)
+        self.root = Path(str(url).removeprefix("file://"))
         self.safe_url = str(self.root)
 
     def new_run(self, profile: str) -> RunDir:
@@ -142,8 +142,3 @@ class FileStore:
 
     def close(self) -> None:
         pass
-
-
-def _path(url: str | Path) -> Path:
-    text = str(url)
-    return Path(text[len("file://") :]) if text.startswith("file://") else Path(text)

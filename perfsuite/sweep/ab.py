@@ -81,25 +81,25 @@ def measure_turns(a: Side, b: Side, point: Point, protocol: dict, turns: int, tu
         for side in order:
             executor = opened.enter_context(side.executor(timeout))
             workers[side.name] = executor.turns(point, protocol)
-            setup[side.name] = workers[side.name].ask(None)["setup_s"]
+            setup[side.name] = workers[side.name].ask(None).setup_s
         for side in order:
             workers[side.name].ask(f"turn {turn_s}")
         samples: dict[str, list[float]] = {"a": [], "b": []}
         medians: dict[str, list[float]] = {"a": [], "b": []}
         for t in range(turns):
             for side in order if t % 2 == 0 else order[::-1]:
-                got = workers[side.name].ask(f"turn {turn_s}")["samples_s"]
+                got = workers[side.name].ask(f"turn {turn_s}").samples_s
                 samples[side.name] += got
                 medians[side.name].append(float(np.median(got)))
         out = {}
         for name, w in workers.items():
             final = w.ask("stop")  # the worker's JSON: settings, binding, software, model
             measured = records.Measurement(
-                samples_s=samples[name], setup_s=setup[name], settings=final["settings"],
-                binding=final["binding"], model=final["model"],
+                samples_s=samples[name], setup_s=setup[name], settings=final.settings,
+                binding=final.binding, model=final.model,
                 protocol={"turns": turns, "turn_s": turn_s, "turn_medians_s": medians[name]},
             )  # fmt: skip
-            out[name] = Measured(measured, final["software"])
+            out[name] = Measured(measured, final.software)
         return out
 
 

@@ -38,16 +38,9 @@ def html_page(verdicts, a_desc: str, b_desc: str, hardware_class: str) -> str:
     esc = html.escape
     rows = []
     for v in verdicts:
-        if v.change is None:
-            cells = [
-                v.verdict,
-                "",
-                "",
-                "",
-                "",
-                str(v.rounds),
-                v.id + (f": {v.reason}" if v.reason else ""),
-            ]
+        if v.change is None:  # not judged: the reason goes with the point
+            point = v.id + (f": {v.reason}" if v.reason else "")
+            cells = [v.verdict, "", "", "", "", str(v.rounds), point]
         else:
             cells = [
                 v.verdict, f"{v.change:+.2%}", f"[{v.ci[0]:+.2%}, {v.ci[1]:+.2%}]",

@@ -15,10 +15,17 @@ from perfsuite.store.files import is_baseline_file, read_run
 
 def load_side(path: str | Path) -> Side:
     """A baseline file or a run directory (or its summary.json), validated on the way in."""
-    if is_baseline_file(Path(path)):
-        return Side.of_baseline(baseline_file.load(Path(path)), str(path))
-    run = read_run(Path(path))
-    return Side.of_results(run.summary.fingerprint, run.results, run.source)
+    return _load(Path(path))[0]
+
+
+def _load(path: Path) -> tuple[Side, str]:
+    """The side at ``path`` and the name of its profile."""
+    if is_baseline_file(path):
+        baseline = baseline_file.load(path)
+        return Side.of_baseline(baseline, str(path)), baseline.profile
+    run = read_run(path)
+    side = Side.of_results(run.summary.fingerprint, run.results, run.source)
+    return side, str(run.summary.profile.get("name", ""))
 
 
 def _is_store(text: str) -> bool:
@@ -30,11 +37,11 @@ def _is_store(text: str) -> bool:
 
 
 def load_sides(baseline: str | Path, current: str | Path) -> tuple[Side, Side]:
-    cur = load_side(current)
+    cur, profile = _load(Path(current))
     text = str(baseline)
     if not _is_store(text):
         return load_side(text.removeprefix("file://")), cur
-    hw, profile = cur.fingerprint.hardware_class, _profile(current)
+    hw = cur.fingerprint.hardware_class
     try:
         store = open_store(text)
     except StoreError as exc:
@@ -44,10 +51,3 @@ def load_sides(baseline: str | Path, current: str | Path) -> tuple[Side, Side]:
     if found is None:
         raise BaselineError(f"no baseline at {where}")
     return Side.of_baseline(found, where), cur
-
-
-def _profile(current: str | Path) -> str:
-    path = Path(current)
-    if is_baseline_file(path):
-        return baseline_file.load(path).profile
-    return str(read_run(path).summary.profile.get("name", ""))

@@ -83,6 +83,7 @@ def _samples(result: records.Result) -> np.ndarray | None:
 
 def finish(session, opts: FinishOptions) -> Outcome:
     out = Outcome()
+    recs, fp = session.records, session.fingerprint
     session.write_summary()
     if session.profile.icount:
         out.instructions = _count_instructions(session, out)
@@ -91,10 +92,8 @@ def finish(session, opts: FinishOptions) -> Outcome:
     except Exception as exc:  # a broken gate must say so, not take the sweep's report down
         out.lines.append(f"gate internal error: {exc.__class__.__name__}: {exc}")
         out.fail = out.internal_error = True
-    slow = run_report.slow_int8(session.records, session.fingerprint)
-    out.report_lines = run_report.report_lines(
-        session.records, session.fingerprint, session.formula_threads, slow
-    )
+    slow = run_report.slow_int8(recs, fp)
+    out.report_lines = run_report.report_lines(recs, fp, session.formula_threads, slow)
     if out.comparison is not None:
         counts = {k: n for k, n in out.comparison.counts().items() if n}
         note = "verdicts: " + ", ".join(f"{n} {k}" for k, n in counts.items())
@@ -104,17 +103,11 @@ def finish(session, opts: FinishOptions) -> Outcome:
     else:
         note, page = (out.lines[0] if out.lines else "not run"), None
     trends = _record_history(session, opts, out) if opts.history else None
-    out.report = run_report.write(
-        session.run_dir,
-        session.records,
-        session.fingerprint,
-        out.report_lines,
-        slow,
-        note,
-        page,
-        trends,
-        icount=out.icount_lines,
+    html = run_report.html_page(
+        recs, fp, out.report_lines, slow, note, page, trends, out.icount_lines
     )
+    out.report = Path(session.run_dir) / "report.html"
+    atomic_write_text(out.report, html)
     if opts.save_baseline:
         _save(session, opts, out)
     return out
@@ -158,8 +151,8 @@ def _gate_instructions(baseline: records.Baseline | None, out: Outcome, fail_on:
         return
     rows = judge_counts(stored.counts, out.instructions["counts"])
     out.lines += ic.table(rows)
-    out.icount_lines = [f"{ic.ISA}, against the baseline (threshold {COUNT_THRESHOLD:.0%})"]
-    out.icount_lines += ic.table(rows)
+    head = f"{ic.ISA}, against the baseline (threshold {COUNT_THRESHOLD:.0%})"
+    out.icount_lines = [head, *ic.table(rows)]
     regressed = [r[0] for r in rows if r[4] == "regressed"]
     if regressed and fail_on != "never":
         out.fail = True

@@ -8,6 +8,7 @@ they show up as skips instead of vanishing.
 from __future__ import annotations
 
 import importlib.resources
+import itertools
 import math
 import tomllib
 from dataclasses import asdict, dataclass
@@ -154,7 +155,7 @@ def make_profile(name: str, raw: dict) -> Profile:
         value = [value] if isinstance(value, (str, int)) else list(value)
         if not value:
             raise PlanError(f"profile {name!r}: {key} is empty")
-        lists[key] = [str(v) for v in value]
+        lists[key] = tuple(str(v) for v in value)
     _choices("model", lists["models"], model_names())
     _choices("framework", lists["frameworks"], list(BACKENDS))
     _choices("precision", lists["precisions"], quantize.PRECISIONS)
@@ -173,19 +174,13 @@ def make_profile(name: str, raw: dict) -> Profile:
         raise PlanError(f'profile {name!r}: spark is empty (use ["none"])')
     for spec in spark:
         parse_spark(spec, 1)
-    try:
-        spark_items = int(raw["spark_items"])
-    except (TypeError, ValueError) as exc:
-        raise PlanError(f"profile {name!r}: spark_items must be int") from exc
-    if not 1 <= spark_items <= 1_000_000:
-        raise PlanError(f"profile {name!r}: spark_items must be from 1 to 1000000")
     if not isinstance(raw["icount"], bool):
         raise PlanError(f"profile {name!r}: icount must be true or false, not {raw['icount']!r}")
     for b in lists["batch"]:
         if not (b.isdigit() and 1 <= int(b) <= MAX_COUNT):
             raise PlanError(f"batch {b!r}: use integers from 1 to {MAX_COUNT}")
     scalars = {}
-    for key, typ in SCALAR_KEYS.items():
+    for key, typ in {**SCALAR_KEYS, "spark_items": int}.items():
         try:
             scalars[key] = typ(raw[key])
         except (TypeError, ValueError) as exc:
@@ -193,29 +188,14 @@ def make_profile(name: str, raw: dict) -> Profile:
         if typ is float and not math.isfinite(scalars[key]):
             # TOML has nan and inf; NaN passes every "<= 0" check and would mean "forever"
             raise PlanError(f"profile {name!r}: {key} = {raw[key]!r} must be a finite number")
-    if (
-        scalars["min_time"] <= 0
-        or scalars["min_samples"] < 1
-        or scalars["timeout"] <= 0
-        or scalars["sessions"] < 1
-    ):
+    if any(scalars[key] <= 0 for key in ("min_time", "min_samples", "timeout", "sessions")):
         raise PlanError(
             f"profile {name!r}: min_time, min_samples, timeout and sessions must be positive"
         )
-    return Profile(
-        name=name,
-        models=tuple(lists["models"]),
-        frameworks=tuple(lists["frameworks"]),
-        precisions=tuple(lists["precisions"]),
-        threads=tuple(lists["threads"]),
-        numa_nodes=tuple(lists["numa_nodes"]),
-        batch=tuple(int(b) for b in lists["batch"]),
-        mode=tuple(lists["mode"]),
-        spark=tuple(spark),
-        spark_items=spark_items,
-        icount=raw["icount"],
-        **scalars,
-    )
+    if not 1 <= scalars["spark_items"] <= 1_000_000:
+        raise PlanError(f"profile {name!r}: spark_items must be from 1 to 1000000")
+    lists["batch"] = tuple(int(b) for b in lists["batch"])
+    return Profile(name, **lists, **scalars, spark=tuple(spark), icount=raw["icount"])
 
 
 def select_profile(profiles: dict, name: str, overrides: dict) -> Profile:
@@ -231,14 +211,6 @@ def article_threads(physical_cores: int, model_mb: float, l3_mb: float) -> int:
     return max(1, min(physical_cores * 2, math.floor(model_mb / (l3_mb / 2))))
 
 
-def _thread_counts(spec: str, cores: int) -> list[int]:
-    if spec == "cores":
-        return [cores]
-    if spec == "all":
-        return list(range(1, cores + 1))
-    return [int(spec)]
-
-
 def expand(
     profile: Profile,
     topo: Topology,
@@ -252,48 +224,35 @@ def expand(
     unavailable maps a framework to why it cannot run here (its BackendUnavailable)."""
     unavailable = unavailable or {}
     nodes = {n.node: n for n in topo.numa_nodes or ()}
-    node_list: list[int | None] = []
-    for spec in profile.numa_nodes:
-        if spec == "none":
-            node_list.append(None)
-        elif spec == "all":
-            node_list.extend(sorted(nodes) or [None])
-        else:
-            node_list.append(int(spec))
+    named = {"none": [None], "all": sorted(nodes) or [None]}  # else a node number
+    node_list = [node for spec in profile.numa_nodes for node in named.get(spec) or [int(spec)]]
     physical = topo.physical_cores or len(topo.online or ()) or 1
     tpc = topo.threads_per_core or 1
     l3_mb = (topo.caches["L3"].size_bytes / 2**20) if "L3" in topo.caches else 32.0
-    points: list[Point] = []
-    seen = set()
-    for model in profile.models:
-        for fw in profile.frameworks:
-            for prec in profile.precisions:
-                for node in dict.fromkeys(node_list):
-                    node_skip = None
-                    cores = physical
-                    if node is not None:
-                        if node not in nodes:
-                            node_skip = (
-                                f"NUMA node {node} does not exist on this host "
-                                f"({len(nodes)} node(s))"
-                            )
-                        elif not nodes[node].cpus:
-                            node_skip = f"NUMA node {node} has no online CPUs"
-                        else:
-                            cores = max(1, len(nodes[node].cpus) // tpc)
-                    candidates = []
-                    if "none" in profile.spark:
-                        candidates += _single_process(
-                            profile, model, node, cores, physical, l3_mb, model_mb
-                        )
-                    candidates += _spark_points(profile, model, node, cores, unavailable)
-                    for p in candidates:
-                        skip = p.skip or node_skip or _skip(fw, prec, unavailable, bf16)
-                        p = p.but(framework=fw, precision=prec, skip=skip)
-                        if p.id not in seen:
-                            seen.add(p.id)
-                            points.append(p)
-    return points
+    per_node = {}  # node -> (why it cannot be used, its cores)
+    for node in dict.fromkeys(node_list):
+        if node is None:
+            per_node[node] = (None, physical)
+        elif node not in nodes:
+            why = f"NUMA node {node} does not exist on this host ({len(nodes)} node(s))"
+            per_node[node] = (why, physical)
+        elif not nodes[node].cpus:
+            per_node[node] = (f"NUMA node {node} has no online CPUs", physical)
+        else:
+            per_node[node] = (None, max(1, len(nodes[node].cpus) // tpc))
+    points: dict[str, Point] = {}  # by id, the first of each
+    dims = (profile.models, profile.frameworks, profile.precisions, per_node)
+    for model, fw, prec, node in itertools.product(*dims):
+        node_skip, cores = per_node[node]
+        candidates = []
+        if "none" in profile.spark:
+            candidates += _single_process(profile, model, node, cores, physical, l3_mb, model_mb)
+        candidates += _spark_points(profile, model, node, cores, unavailable)
+        for p in candidates:
+            skip = p.skip or node_skip or _skip(fw, prec, unavailable, bf16)
+            p = p.but(framework=fw, precision=prec, skip=skip)
+            points.setdefault(p.id, p)
+    return list(points.values())
 
 
 def _single_process(profile, model, node, cores, physical, l3_mb, model_mb) -> list[Point]:
@@ -302,8 +261,12 @@ def _single_process(profile, model, node, cores, physical, l3_mb, model_mb) -> l
         if tspec == "auto":
             mb = model_mb(model) if model_mb else None
             counts = [article_threads(physical, mb, l3_mb)] if mb else [1]
+        elif tspec == "cores":
+            counts = [cores]
+        elif tspec == "all":
+            counts = list(range(1, cores + 1))
         else:
-            counts = _thread_counts(tspec, cores)
+            counts = [int(tspec)]
         for threads in counts:
             for batch in profile.batch:
                 for mode in profile.mode:

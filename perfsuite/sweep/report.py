@@ -40,8 +40,7 @@ def int8_claim(
     """The article's "INT8 is 3.8-5.2x faster" as measured here, one line per model: the
     INT8/FP32 range over its static INT8 points (dynamic quantization is a known slow path,
     reported apart in the ratios). Points with more threads than ``cores`` are left out:
-    oversubscribed FP32 collapses (ORT ResNet-50 on 2 cores: 20.5 items/s at t2, 6.6 at t4)
-    while INT8 suffers less, so their ratio (5.25x there) says nothing about INT8."""
+    oversubscribed FP32 collapses, INT8 less (docs/measurements/int8-per-generation.md)."""
     per_model: dict[str, list] = {}
     left_out = 0
     for (m, fw, prec, t, n, b, mode), ips in by_key.items():

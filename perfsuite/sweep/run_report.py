@@ -1,13 +1,12 @@
-"""The report of one sweep, written for every run whether or not there is a baseline: the
-sweep table and ratios (``perfsuite.sweep.report``), the slow-INT8 diagnosis of every INT8 point
-slower than its FP32 point, and ``report.html`` with its plots (self-contained: PNGs as data
-URIs), which links the gate's page when a baseline was compared and says so when not."""
+"""The report of one sweep, for every run, baseline or not: the sweep table and ratios
+(``perfsuite.sweep.report``), the slow-INT8 diagnosis of every INT8 point slower than its FP32
+point, and the page of ``report.html`` (finish writes it) with its plots (self-contained: PNGs
+as data URIs), which links the gate's page when a baseline was compared and says so when not."""
 
 from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend to choose
 
@@ -16,7 +15,6 @@ from perfsuite.prepare import models, quantize
 from perfsuite.prepare.diagnose import diagnose
 from perfsuite.records import Fingerprint, Point, Result
 from perfsuite.sweep.report import contaminated, speed_lines, sweep_table, table_key
-from perfsuite.writing import atomic_write_text
 
 
 @dataclass
@@ -174,12 +172,3 @@ def html_page(
 <p id="gate">Regression gate: {esc(gate_note)}{link}</p>
 <h2>Sweep</h2><pre>{esc(chr(10).join(lines))}</pre>{diag}{imgs}
 {"<h2>Trends (results history)</h2>" + trends if trends else ""}</body></html>"""
-
-
-def write(
-    run_dir: Path, records, fingerprint, lines, slow, gate_note, gate_page, trends=None, icount=None
-) -> Path:
-    path = Path(run_dir) / "report.html"
-    page = html_page(records, fingerprint, lines, slow, gate_note, gate_page, trends, icount)
-    atomic_write_text(path, page)
-    return path

@@ -22,6 +22,7 @@ from perfsuite import records
 from perfsuite.execute.executors import DEFAULT, get_executor
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.spark import java_problem
+from perfsuite.host.provenance import provenance
 from perfsuite.kernels import cpu_features
 from perfsuite.prepare import accuracy, models, quantize
 from perfsuite.prepare.backends import BACKENDS
@@ -44,6 +45,7 @@ class PerfSession:
         executor: str | None = None,  # None: executors.DEFAULT
         baselines: Path | None = None,
         spark_master: str | None = None,
+        source: records.Provenance | None = None,  # None: from git / GitHub Actions
     ):
         self.profile = profile
         self.baselines: Store = open_store(str(baselines or "baselines"))
@@ -56,6 +58,7 @@ class PerfSession:
         )
         self.topo = topo
         self.fingerprint = Fingerprint.model_validate(fingerprint)
+        self.source = provenance() if source is None else source
         self.records: list[records.Result] = []
         self.counters = False  # perf stat around each measurement window (--perf-counters)
         self.gates: dict = {}
@@ -119,6 +122,8 @@ class PerfSession:
             "status": "ok",
             "error": None,
         }
+        if self.source != records.Provenance():
+            head["source"] = records.dump(self.source)
         gate = self.gate(point)
         head["accuracy"] = records.dump(gate) if gate else None
         if not keep:
@@ -152,7 +157,7 @@ class PerfSession:
         return self.run_handle.path
 
     def summary(self) -> records.RunSummary:
-        return run_summary(self.profile.as_dict(), self.fingerprint, self.records)
+        return run_summary(self.profile.as_dict(), self.fingerprint, self.records, self.source)
 
     def write_summary(self) -> Path | None:
         if not self.records:
@@ -160,9 +165,14 @@ class PerfSession:
         return self.run_handle.write_summary(self.summary())
 
 
-def run_summary(profile: dict, fingerprint: dict, results: list[records.Result]):
+def run_summary(
+    profile: dict,
+    fingerprint: dict,
+    results: list[records.Result],
+    source: records.Provenance | None = None,
+):
     """A run directory's summary (``perfsuite.run/1``)."""
-    return records.RunSummary.model_validate(
+    summary = records.RunSummary.model_validate(
         {
             "schema": records.RUN,
             "profile": profile,
@@ -174,3 +184,6 @@ def run_summary(profile: dict, fingerprint: dict, results: list[records.Result])
             ],
         }
     )  # fmt: skip
+    if source is None or source == records.Provenance():
+        return summary
+    return summary.model_copy(update={"source": source})

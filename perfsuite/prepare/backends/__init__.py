@@ -25,10 +25,7 @@ def get_backend(name: str) -> Backend:
 
 def software_versions() -> dict[str, str | None]:
     """software.<distribution> fields of every registered framework, for the fingerprint."""
-    out: dict[str, str | None] = {}
-    for backend in BACKENDS.values():
-        out.update(backend.software())
-    return out
+    return {k: v for backend in BACKENDS.values() for k, v in backend.software().items()}
 
 
 __all__ = [

@@ -3,15 +3,12 @@ measurement layer times. A framework that is missing or cannot load a model rais
 ``BackendUnavailable`` / ``BackendError`` with the reason; the planner turns the first into a
 skip, the runner the second into an error for that point, never a crashed run.
 
-**Adding a framework = one module**: subclass ``Backend`` with a ``name``, the ``precisions``
-it runs, ``no_path`` reasons for precisions it cannot run, the ``distributions`` whose
-versions belong in the fingerprint, and its knobs for special situations (``turn_options``,
-``shared_core_options``), so no code elsewhere branches on a framework's name. Declare it in
-the ``perfsuite.backends`` entry-point group (``perfsuite.prepare.extensions``); perfsuite's
-own are declared in its pyproject.toml. Every process finds it there, spawned workers included.
-Defining the class also registers it in this process (asv's registry of environment classes
-by name): a backend defined in a conftest is known to the sweep, and to its workers, which
-import that conftest's module first (``perfsuite.execute.runner.runtime_extensions``)."""
+Adding a framework is one module: a ``Backend`` subclass that says everything the rest of
+perfsuite needs (precisions, ``no_path`` reasons, fingerprint ``distributions``, options for
+special situations), so no code elsewhere branches on a framework's name, declared in the
+``perfsuite.backends`` entry-point group (docs/design/architecture.md). Defining the class
+also registers it in this process, so a backend defined in a conftest is known to the sweep
+and its workers (``perfsuite.execute.runner.runtime_extensions``)."""
 
 from __future__ import annotations
 
@@ -99,6 +96,13 @@ class Session(ABC):
         self.close()
 
 
+def _installed(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def _instance(obj):
     return obj() if isinstance(obj, type) else obj
 
@@ -126,10 +130,7 @@ class Backend(ABC):
 
     def version(self) -> str | None:
         """Installed version, or None when the framework is not installed."""
-        try:
-            return importlib.metadata.version(self.distribution or self.name)
-        except importlib.metadata.PackageNotFoundError:
-            return None
+        return _installed(self.distribution or self.name)
 
     def require(self) -> None:
         if self.version() is None:
@@ -153,13 +154,8 @@ class Backend(ABC):
 
     def software(self) -> dict[str, str | None]:
         """Fingerprint fields: software.<distribution> -> version (None: not installed)."""
-        out = {}
-        for dist in self.distributions or (self.distribution or self.name,):
-            try:
-                out[f"software.{dist}"] = importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                out[f"software.{dist}"] = None
-        return out
+        dists = self.distributions or (self.distribution or self.name,)
+        return {f"software.{dist}": _installed(dist) for dist in dists}
 
     @abstractmethod
     def prepare(self, model: Path, config: RunConfig) -> Session:

@@ -104,10 +104,8 @@ class OnnxRuntimeBackend(Backend):
         "int8_nncf": "int8_nncf is an OpenVINO IR (NNCF); onnxruntime cannot read it",
     }
     distributions = ("onnxruntime", "onnx")
-    # A worker that waits for its next turn kept its pool spinning into the other side's
-    # turn: A/A rounds at 2 threads on 2 cores read 0.74-0.82 and 1.18-1.35 by which worker
-    # opened first (calls of 70-90 ms against 50 alone); stopping the spin when a call
-    # returns brought them to 0.997-1.021 (Zen 3, fp32, sd of ln(B/A) 0.26-0.30 -> 0.01).
+    # A worker waiting for its next turn kept its pool spinning into the other side's turn
+    # (docs/measurements/2026-12-03-zen3-ab.md).
     turn_options = {"spin_stop": True}
     # Spark tasks share the cores: a spinning pool would steal the CPU another task is using
     # (ORT ignores OMP_NUM_THREADS)

@@ -9,8 +9,8 @@ on Linux). ``threads`` sets INFERENCE_NUM_THREADS; ``cpus`` turns on CPU pinning
 process is already bound to them).
 
 Several processes sharing cores must turn pinning off: each pins its threads from the first
-core of its mask, so two 1-thread processes on a 2-core host both ran on core 0 (ResNet-50
-INT8 b1: 43-45 ms per call each, 21.6-21.9 ms with ``cpu_pinning`` False; Zen 4, 2026-12-03).
+core of its mask, so two 1-thread processes on a 2-core host both ran on core 0
+(docs/measurements/2026-12-03-spark-pinning.md).
 
 Throughput mode keeps N infer requests in flight and restarts each as it completes, polling
 the requests itself. It does not use ``AsyncInferQueue`` with a Python callback: tearing down a
@@ -113,8 +113,7 @@ class OvSession(Session):
         for i, r in enumerate(reqs):
             started[i] = time.perf_counter()
             r.start_async(inputs)
-        done = 0
-        while True:
+        while any(s >= 0 for s in started):  # a finished request's start is set to -1
             progressed = False
             for i, r in enumerate(reqs):
                 if started[i] < 0:
@@ -122,20 +121,17 @@ class OvSession(Session):
                 if r.wait_for(0):  # completed: record and restart unless the window is over
                     now = time.perf_counter()
                     lat.append(now - started[i])
-                    done += 1
                     progressed = True
                     if now - t0 < seconds:
                         started[i] = now
                         r.start_async(inputs)
                     else:
                         started[i] = -1.0
-            if all(s < 0 for s in started):
-                break
             if not progressed:
                 time.sleep(0)  # yield; completion latency is observed within a poll pass
         elapsed = time.perf_counter() - t0
         self.settings["requests_in_flight"] = len(reqs)
-        return ThroughputRun(items=done * batch, seconds=elapsed, latencies_s=lat)
+        return ThroughputRun(items=len(lat) * batch, seconds=elapsed, latencies_s=lat)
 
     def close(self) -> None:
         self._request = None

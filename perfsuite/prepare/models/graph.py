@@ -7,6 +7,8 @@ deep nets without normalisation produce activations that grow layer after layer.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import onnx
 from numpy.lib.stride_tricks import sliding_window_view
@@ -15,14 +17,12 @@ from onnx import TensorProto, helper, numpy_helper
 OPSET = 17
 
 
+@dataclass(slots=True, eq=False)
 class Tensor:
     """A graph value: its ONNX name and its value on the calibration batch."""
 
-    __slots__ = ("name", "value")
-
-    def __init__(self, name: str, value: np.ndarray):
-        self.name = name
-        self.value = value
+    name: str
+    value: np.ndarray
 
 
 def conv2d_nchw(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
@@ -74,9 +74,7 @@ class GraphBuilder:
 
     @staticmethod
     def _normalise(y: np.ndarray, axes: tuple[int, ...]):
-        mean = y.mean(axis=axes)
-        std = y.std(axis=axes) + 1e-5
-        return mean, std
+        return y.mean(axis=axes), y.std(axis=axes) + 1e-5
 
     def conv(
         self, x: Tensor, cout: int, k: int, stride: int = 1, relu: bool = True, gamma: float = 1.0

@@ -42,20 +42,25 @@ class ModelInfo:
             x_test = digits_split()[1]
             idx = np.random.default_rng(seed).choice(len(x_test), size=batch)
             return {self.input_name: np.ascontiguousarray(x_test[idx])}
-        rng = np.random.default_rng(seed)
-        x = rng.standard_normal((batch, *self.input_shape)).astype(np.float32)
-        return {self.input_name: x}
+        x = np.random.default_rng(seed).standard_normal((batch, *self.input_shape))
+        return {self.input_name: x.astype(np.float32)}
 
 
 # -- builders: each returns an onnx.ModelProto ----------------------------------------------
+
+
+def _graph(name: str, seed: int, calib_shape: tuple[int, ...]) -> GraphBuilder:
+    """A builder calibrated on a seeded standard normal batch of ``calib_shape``."""
+    from perfsuite.prepare.models.graph import GraphBuilder  # imports onnx (optional)
+
+    return GraphBuilder(name, seed, np.random.default_rng(seed + 1).standard_normal(calib_shape))
 
 
 def _bottleneck(g: GraphBuilder, x: Tensor, width: int, stride: int, gain: float) -> Tensor:
     """ResNet v1.5 bottleneck: the stride sits on the 3x3 conv. The branch's last folded BN
     has gamma = ``gain`` (< 1, as trained ResNets end up with and "zero-init residual"
     training starts from): with gamma 1 a random ResNet-50 is chaotic and amplifies any
-    perturbation, INT8 rounding included, by 2-3 dB per block. Measured centred SQNR of
-    ORT int8_static logits: -1.6 dB at gain 1, 2.3 at 0.5, 10.2 at 0.25, 16.2 at 0.1."""
+    perturbation, INT8 rounding included (docs/measurements/int8-per-generation.md)."""
     cin = x.value.shape[1]
     y = g.conv(x, width, 1)
     y = g.conv(y, width, 3, stride=stride)
@@ -75,10 +80,7 @@ def build_resnet(
     seed: int = 50,
     branch_gain: float = 0.1,
 ) -> onnx.ModelProto:
-    from perfsuite.prepare.models.graph import GraphBuilder  # imports onnx (optional)
-
-    calib = np.random.default_rng(seed + 1).standard_normal((calib_batch, 3, image, image))
-    g = GraphBuilder("resnet", seed, calib)
+    g = _graph("resnet", seed, (calib_batch, 3, image, image))
     x = g.conv(g.input, base, 7, stride=2)
     x = g.maxpool(x)
     for stage, n in enumerate(blocks):
@@ -89,10 +91,7 @@ def build_resnet(
 
 
 def build_small_cnn(image: int = 32, classes: int = 10, seed: int = 7) -> onnx.ModelProto:
-    from perfsuite.prepare.models.graph import GraphBuilder  # imports onnx (optional)
-
-    calib = np.random.default_rng(seed + 1).standard_normal((8, 3, image, image))
-    g = GraphBuilder("small_cnn", seed, calib)
+    g = _graph("small_cnn", seed, (8, 3, image, image))
     x = g.conv(g.input, 16, 3)
     x = g.conv(x, 32, 3, stride=2)
     x = g.conv(x, 32, 3, stride=2)
@@ -106,11 +105,8 @@ def mlp_hidden(size_mb: float, layers: int = 4) -> int:
 
 
 def build_mlp(size_mb: float, layers: int = 4, seed: int = 11) -> onnx.ModelProto:
-    from perfsuite.prepare.models.graph import GraphBuilder  # imports onnx (optional)
-
     h = mlp_hidden(size_mb, layers)
-    calib = np.random.default_rng(seed + 1).standard_normal((16, h))
-    g = GraphBuilder(f"mlp_{size_mb}mb", seed, calib)
+    g = _graph(f"mlp_{size_mb}mb", seed, (16, h))
     x = g.input
     for i in range(layers):
         x = g.linear(x, h, relu=i < layers - 1)
@@ -169,10 +165,7 @@ def build_transformer(
     layers: int = 4, hidden: int = 512, heads: int = 8, seq: int = 128, seed: int = 13
 ) -> onnx.ModelProto:
     """BERT-style post-LN encoder on float embeddings (batch, seq, hidden)."""
-    from perfsuite.prepare.models.graph import GraphBuilder  # imports onnx (optional)
-
-    calib = np.random.default_rng(seed + 1).standard_normal((2, seq, hidden))
-    g = GraphBuilder("transformer", seed, calib)
+    g = _graph("transformer", seed, (2, seq, hidden))
     # He init would double the residual stream per layer; 1/sqrt(fan_in) keeps it level.
     x = g.input
     for _ in range(layers):
@@ -259,16 +252,7 @@ def get(name: str) -> ModelInfo:
         raise ValueError(f"unknown model {name!r}; choose one of {', '.join(REGISTRY)}")
     spec = REGISTRY[name]
     path = cache.cached(f"model-{name}", spec.params, BUILDER_VERSION, lambda p: _build_to(spec, p))
-    meta = cache.read_meta(path)
-    return ModelInfo(
-        name=name,
-        path=path,
-        input_name="input",
-        input_shape=spec.input_shape(spec.params),
-        params=meta["params"],
-        flops_per_item=meta["flops_per_item"],
-        weight_bytes=meta["weight_bytes"],
-        meta={
-            k: v for k, v in meta.items() if k not in ("params", "flops_per_item", "weight_bytes")
-        },
-    )
+    meta = cache.read_meta(path)  # what _build_to measured, and the cache's own keys
+    counts = {k: meta.pop(k) for k in ("params", "flops_per_item", "weight_bytes")}
+    shape = spec.input_shape(spec.params)
+    return ModelInfo(name, path, input_name="input", input_shape=shape, **counts, meta=meta)

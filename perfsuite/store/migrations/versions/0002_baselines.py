@@ -24,9 +24,7 @@ def upgrade() -> None:
         sa.Column("document", sa.JSON(), nullable=False),
         sa.Column("saved_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_baselines")),
-        sa.UniqueConstraint(
-            "hardware_class", "profile", name=op.f("uq_baselines_hardware_class")
-        ),
+        sa.UniqueConstraint("hardware_class", "profile", name=op.f("uq_baselines_hardware_class")),
     )
 
 

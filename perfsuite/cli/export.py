@@ -1,0 +1,49 @@
+"""``perfsuite export --format FORMAT RUN``: a run directory in github-action-benchmark's,
+Bencher's (BMF) or Conbench's JSON; to stdout, or to ``--out``. Exit 2 on a run that cannot
+be read."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from perfsuite.cli import EXIT_OK, EXIT_USAGE, add_verb
+from perfsuite.history.exports import FORMATS, MEASURES, export
+from perfsuite.store.baseline import BaselineError
+from perfsuite.store.files import read_run
+from perfsuite.writing import NotWritable, atomic_write_text, check_writable_dir
+
+INPUT_ERRORS: tuple[type[Exception], ...] = ()
+
+
+def cmd_export(args) -> int:
+    try:
+        if args.out:
+            check_writable_dir(args.out.parent, "--out's folder")
+        run = read_run(args.run)
+    except (BaselineError, NotWritable) as exc:
+        print(f"perfsuite export: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    text = json.dumps(export(run, args.format, args.measure), indent=1) + "\n"
+    if args.out:
+        atomic_write_text(args.out, text)
+        print(f"{args.format}: {args.out}")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def add_parser(subparsers) -> None:
+    p = add_verb(subparsers, "export")
+    p.add_argument("run", type=Path, metavar="RUN", help="a run directory (or its summary.json)")
+    p.add_argument("--format", required=True, choices=FORMATS, help="the consumer's format")
+    p.add_argument(
+        "--measure",
+        choices=MEASURES,
+        default="latency",
+        help="github-action-benchmark: latency p50 (customSmallerIsBetter, the default) or "
+        "throughput (customBiggerIsBetter)",
+    )
+    p.add_argument("--out", type=Path, default=None, help="file to write (default: stdout)")
+    p.set_defaults(func=cmd_export)

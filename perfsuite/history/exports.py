@@ -1,0 +1,145 @@
+"""A run in the formats of the dashboards teams already read:
+
+- ``github-action-benchmark``: its ``customSmallerIsBetter`` list (latency p50 per point, ms)
+  or, with ``measure="throughput"``, ``customBiggerIsBetter`` (items/s);
+- ``bmf``: Bencher Metric Format, ``{benchmark: {measure: {value, lower_value,
+  upper_value}}}`` with the ``latency`` (ns, p50 within [min, p90]) and ``throughput``
+  (items/s) measures;
+- ``conbench``: one Conbench BenchmarkResult per point (``stats.data`` the latency samples
+  in seconds), with the run's commit as its ``github`` object when it has one.
+
+The consumers' schemas, written from their documentation, are in tests/data/export_schemas/.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+
+from perfsuite.records import Provenance, Result, Run
+
+FORMATS = ("github-action-benchmark", "bmf", "conbench")
+MEASURES = ("latency", "throughput")
+
+
+def _ok(run: Run) -> list[Result]:
+    return sorted((r for r in run.results if r.ok and r.stats), key=lambda r: r.id)
+
+
+def _started(run: Run) -> dt.datetime:
+    first = min(r.timestamp for r in run.results)
+    return dt.datetime.fromtimestamp(first, dt.UTC)
+
+
+def github_action_benchmark(run: Run, measure: str = "latency") -> list[dict]:
+    out = []
+    for r in _ok(run):
+        s = r.stats
+        if measure == "latency":
+            value, unit = s.latency_p50_ms, "ms"
+            spread = f"± {s.iqr_ms / 2:.4g}"  # half the IQR around the median
+        else:
+            value, unit, spread = s.throughput_ips, "items/s", None
+        entry = {"name": r.id, "unit": unit, "value": value}
+        if spread:
+            entry["range"] = spread
+        entry["extra"] = f"n={s.n} cv={s.cv:.4f} class={r.hardware_class}"
+        out.append(entry)
+    return out
+
+
+def bmf(run: Run) -> dict:
+    out = {}
+    for r in _ok(run):
+        s = r.stats
+        out[r.id] = {
+            "latency": {
+                "value": s.latency_p50_ms * 1e6,
+                "lower_value": s.latency_min_ms * 1e6,
+                "upper_value": s.latency_p90_ms * 1e6,
+            },
+            "throughput": {"value": s.throughput_ips},
+        }
+    return out
+
+
+def _machine_info(fields: dict) -> dict:
+    def num(key: str) -> int:
+        return int(fields.get(key) or 0)  # Conbench wants a number; 0 when not readable
+
+    return {
+        "name": str(fields.get("os.hostname") or "unknown"),
+        "architecture_name": "x86_64",
+        "kernel_name": str(fields.get("os.kernel") or "unknown"),
+        "os_name": "Linux",
+        "os_version": str(fields.get("os.kernel") or "unknown"),
+        "cpu_model_name": str(fields.get("cpu.model_name") or "unknown"),
+        "cpu_l1d_cache_bytes": num("cache.l1d_bytes"),
+        "cpu_l1i_cache_bytes": num("cache.l1i_bytes"),
+        "cpu_l2_cache_bytes": num("cache.l2_bytes"),
+        "cpu_l3_cache_bytes": num("cache.l3_bytes"),
+        "cpu_core_count": num("cpu.physical_cores"),
+        "cpu_thread_count": num("cpu.online_count"),
+        "cpu_frequency_max_hz": int(float(fields.get("freq.max_mhz") or 0) * 1e6),
+        "memory_bytes": num("memory.total_bytes"),
+    }
+
+
+def _github(source: Provenance | None) -> dict | None:
+    if source is None or not source.commit or not source.repository:
+        return None
+    repo = source.repository.removesuffix(".git")
+    if repo.startswith("git@github.com:"):
+        repo = "https://github.com/" + repo.removeprefix("git@github.com:")
+    if not repo.startswith("https://github.com/"):
+        return None  # Conbench takes GitHub repositories only
+    return {"commit": source.commit, "repository": repo}
+
+
+def conbench(run: Run) -> list[dict]:
+    summary = run.summary
+    run_id = hashlib.sha256(f"{run.source}|{_started(run).isoformat()}".encode()).hexdigest()[:32]
+    profile = str(summary.profile.get("name", "unknown"))
+    out = []
+    for r in _ok(run):
+        p = r.point
+        result = {
+            "run_id": run_id,
+            "run_reason": "commit" if summary.source and summary.source.commit else "test",
+            "batch_id": f"{run_id}-{profile}",
+            "timestamp": dt.datetime.fromtimestamp(r.timestamp, dt.UTC).isoformat(),
+            "stats": {
+                "data": list(r.samples_s),
+                "unit": "s",
+                "iterations": 1,  # per sample: each is one timed call
+            },
+            "tags": {
+                "name": r.id,
+                "model": p.model,
+                "framework": p.framework,
+                "precision": p.precision,
+                "threads": str(p.threads),
+                "batch": str(p.batch),
+                "mode": p.mode,
+                "numa_node": "any" if p.numa_node is None else str(p.numa_node),
+            },
+            "context": {"benchmark_language": "Python", "profile": profile},
+            "info": {k: v for k, v in r.software.items() if v is not None},
+            "machine_info": _machine_info(summary.fingerprint.fields),
+        }
+        github = _github(r.source or summary.source)
+        if github:
+            result["github"] = github
+        out.append(result)
+    return out
+
+
+def export(run: Run, fmt: str, measure: str = "latency"):
+    """The JSON document of ``run`` in ``fmt`` (one of FORMATS)."""
+    if fmt == "github-action-benchmark":
+        return github_action_benchmark(run, measure)
+    if fmt == "bmf":
+        return bmf(run)
+    if fmt == "conbench":
+        return conbench(run)
+    raise ValueError(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
