@@ -15,10 +15,16 @@ from perfsuite import records
 from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.cli.tables import fleet_table, table
 from perfsuite.fleet import scoring as fleet
+from perfsuite.gate.config import GateConfigError, load_gate_config
 from perfsuite.history.changes import detect
+from perfsuite.history.gate import LAST_RUNS, MIN_RUNS, RECENT, gate_history
+from perfsuite.history.gate import as_json as history_json
+from perfsuite.history.gate import lines as history_lines
+from perfsuite.history.gate import markdown as history_markdown
 from perfsuite.history.trends import render
 from perfsuite.options import add_options, fraction, positive_float, positive_int
 from perfsuite.qualify.checks import make_reference
+from perfsuite.store.baseline import BaselineError
 from perfsuite.store.database import StoreError, open_history
 from perfsuite.writing import atomic_write_text
 
@@ -175,8 +181,38 @@ def cmd_export(args) -> int:
     return EXIT_OK
 
 
+def cmd_gate(args) -> int:
+    """The nightly verdict over time: exit 1 when a point regressed against its history (or,
+    with too little history, against --baseline), or stepped in its last runs."""
+    config = args.config
+    if config is None and Path("pyproject.toml").is_file():
+        config = Path("pyproject.toml")
+    try:
+        cfg = load_gate_config(config, args.threshold, None)
+        result = gate_history(
+            _store(args),
+            run=args.run,
+            config=cfg,
+            min_runs=args.min_runs,
+            last=args.last,
+            recent=args.recent,
+            baseline=args.baseline,
+        )
+    except (GateConfigError, BaselineError) as exc:
+        print(f"perfsuite db gate: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for line in history_lines(result):
+        print(line)
+    if args.summary:
+        with open(args.summary, "a", encoding="utf-8") as f:  # GITHUB_STEP_SUMMARY appends
+            f.write(history_markdown(result))
+    if args.json:
+        atomic_write_text(args.json, json.dumps(history_json(result), indent=1) + "\n")
+    return EXIT_FAIL if result.failing else EXIT_OK
+
+
 def cmd_trends(args) -> int:
-    page = render(_store(args), args.pattern, metric=args.metric)
+    page = render(_store(args), args.pattern, metric=args.metric, last=args.last)
     atomic_write_text(args.out, page)
     print(f"trend page: {args.out}")
     return EXIT_OK
@@ -287,6 +323,34 @@ def add_parser(subparsers) -> None:
     pattern(p, required=False)
     p.add_argument("--metric", choices=METRICS, default="latency_median_ms")
     p.add_argument("--out", type=Path, default=Path("trends.html"))
+    p.add_argument("--last", type=positive_int, default=None, help="the last N runs (all)")
+    p = command("gate", cmd_gate, "gate the newest run on the history (the nightly verdict)")
+    p.add_argument("--run", default=None, help="run id or key prefix (default: the newest)")
+    p.add_argument(
+        "--min-runs",
+        type=positive_int,
+        default=MIN_RUNS,
+        help=f"previous runs a point needs before the history gates it ({MIN_RUNS})",
+    )
+    p.add_argument(
+        "--last", type=positive_int, default=LAST_RUNS, help=f"previous runs pooled ({LAST_RUNS})"
+    )
+    p.add_argument(
+        "--recent",
+        type=positive_int,
+        default=RECENT,
+        help=f"a change point in the last N runs fails the gate ({RECENT})",
+    )
+    p.add_argument(
+        "--baseline",
+        default=None,
+        metavar="DIR_OR_URL",
+        help="stored baselines for points with too little history (default: none)",
+    )
+    p.add_argument("--threshold", type=positive_float, default=None, help="practical threshold")
+    p.add_argument("--config", type=Path, default=None, help="[tool.perfsuite.gate] TOML")
+    p.add_argument("--summary", type=Path, default=None, help="append Markdown here")
+    p.add_argument("--json", type=Path, default=None, help="write the verdicts here")
     p = command("fleet", cmd_fleet, "score stored qualification reports across hosts")
     p.add_argument("--class", dest="hw_class", default=None)
     p.add_argument("--rules", type=Path, default=None, help="rule file (TOML)")

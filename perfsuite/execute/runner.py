@@ -16,6 +16,7 @@ import signal
 import sys
 import time
 from contextlib import nullcontext
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import numpy as np
@@ -45,15 +46,19 @@ def place(numa_node: int | None) -> tuple[dict, tuple[int, ...] | None]:
 
 
 # Fault injection, for testing isolation and the gate: crash | hang | raise (worker points
-# only), slow:<fraction> (every timed call takes that much longer: a known slowdown).
+# only), slow:<fraction>[@<glob of point ids>] (every timed call, of the matching points
+# only if a glob is given, takes that much longer: a known slowdown).
 FAULT_ENV = "PERFSUITE_FAULT"
 
 
-def slowed(call):
+def slowed(call, point_id: str):
     fault = os.environ.get(FAULT_ENV, "")
     if not fault.startswith("slow:"):
         return call
-    extra = float(fault.split(":", 1)[1])
+    extra, _, glob = fault.removeprefix("slow:").partition("@")
+    if glob and not fnmatchcase(point_id, glob):
+        return call
+    extra = float(extra)
 
     def slow_call():
         t0 = time.perf_counter()
@@ -149,7 +154,7 @@ def _measure_session(backend, variant, cfg, inputs, point: Point, p: Protocol, c
         prepare_s = time.perf_counter() - t0
         before = calibration.probe()
         if latency:
-            call = slowed(session.callable(inputs))
+            call = slowed(session.callable(inputs), point.id)
             warm = warm_up(call, p)
         else:
             session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded

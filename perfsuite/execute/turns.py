@@ -36,7 +36,7 @@ def serve(point: Point | dict, protocol: dict, say, lines) -> None:
         cfg = replace(cfg, options={**backend.turn_options, **cfg.options})
         with backend.prepare(variant.path, cfg) as session:
             if latency:
-                call = slowed(session.callable(inputs))
+                call = slowed(session.callable(inputs), point.id)
                 warm = warm_up(call, p)
             else:
                 warm = session.run_throughput(inputs, seconds=p.warmup_time).seconds

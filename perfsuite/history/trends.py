@@ -70,13 +70,21 @@ STYLE = (
 
 
 def figures(
-    store: HistoryStore, benchmarks: str | list[str] = "*", *, metric: str = "latency_median_ms"
+    store: HistoryStore,
+    benchmarks: str | list[str] = "*",
+    *,
+    metric: str = "latency_median_ms",
+    last: int | None = None,
 ) -> str:
-    """One <figure class='trend'> per benchmark (a glob, or a list of ids) with history."""
+    """One <figure class='trend'> per benchmark (a glob, or a list of ids) with history; of
+    its last ``last`` runs when given."""
     pattern = benchmarks if isinstance(benchmarks, str) else "*"
     wanted = None if isinstance(benchmarks, str) else set(benchmarks)
     series = store.series(pattern, metric=metric)
-    changes = detect(store, pattern, metric=metric, save=False)
+    if last:
+        series = {k: v[-last:] for k, v in series.items()}
+    shown = {p.run_id for s in series.values() for p in s}
+    changes = [c for c in detect(store, pattern, metric=metric, save=False) if c.run_id in shown]
     notes = store.annotations(pattern)
     by_bench: dict[str, dict] = defaultdict(dict)
     for (name, hw), s in series.items():
@@ -115,10 +123,11 @@ def render(
     *,
     metric: str = "latency_median_ms",
     title: str = "perfsuite trends",
+    last: int | None = None,
 ) -> str:
     """A whole trend page for the benchmarks matching ``pattern``."""
     t = html.escape(title)
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{t}</title>{STYLE}</head>"
-        f"<body><h1>{t}</h1>\n{figures(store, pattern, metric=metric)}\n</body></html>"
+        f"<body><h1>{t}</h1>\n{figures(store, pattern, metric=metric, last=last)}\n</body></html>"
     )

@@ -75,6 +75,8 @@ class SeriesPoint:
     value: float
     low: float  # spread band: quartiles of the run's (thinned) samples
     high: float
+    commit: str | None = None
+    samples_s: tuple[float, ...] = ()  # thinned, as stored
 
 
 @dataclass(frozen=True)
@@ -402,6 +404,25 @@ class HistoryStore:
                 )
             ).inserted_primary_key[0]
 
+    def run(self, ref: str | None = None) -> StoredRun:
+        """A run by its id or key prefix; None: the newest measured run (not a baseline)."""
+        with self.engine.connect() as conn:
+            if ref is not None:
+                run_id = self._run_id(conn, ref)
+            else:
+                newest = sa.select(t.runs.c.id).where(t.runs.c.kind == "run")
+                newest = newest.order_by(t.runs.c.started_at.desc(), t.runs.c.id.desc())
+                run_id = conn.scalar(newest.limit(1))
+                if run_id is None:
+                    raise StoreError(f"no runs in {self.safe_url} yet")
+        return next(r for r in self.runs() if r.id == run_id)
+
+    def fingerprint_of(self, run: StoredRun) -> records.Fingerprint:
+        """The fingerprint of the host that measured ``run``."""
+        with self.engine.connect() as conn:
+            fp = conn.scalar(sa.select(t.hosts.c.fingerprint).where(t.hosts.c.id == run.host_id))
+        return records.Fingerprint.model_validate(fp)
+
     def _run_id(self, conn, ref: str) -> int:
         """A run by its id, or by a prefix of its key (at least 6 hex digits)."""
         ref = str(ref)
@@ -479,6 +500,7 @@ class HistoryStore:
                 t.runs.c.started_at,
                 value,
                 t.results.c.samples_s,
+                t.runs.c.commit,
             )
             .join(t.results, t.results.c.benchmark_id == t.benchmarks.c.id)
             .join(t.runs, t.runs.c.id == t.results.c.run_id)
@@ -496,10 +518,12 @@ class HistoryStore:
             q = q.where(t.hosts.c.hardware_class == hardware_class)
         out: dict[tuple[str, str], list[SeriesPoint]] = {}
         with self.engine.connect() as conn:
-            for name, hw, run_id, key, started, v, samples in conn.execute(q):
+            for name, hw, run_id, key, started, v, samples, commit in conn.execute(q):
                 low, high = _band(samples, v, metric)
                 out.setdefault((name, hw), []).append(
-                    SeriesPoint(run_id, key, _utc(started), float(v), low, high)
+                    SeriesPoint(
+                        run_id, key, _utc(started), float(v), low, high, commit, tuple(samples)
+                    )
                 )
         return out
 

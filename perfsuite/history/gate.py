@@ -1,0 +1,220 @@
+"""The nightly gate over the results history: each point of the newest run against the same
+point's previous runs on its hardware class (since the newest accepted annotation), judged by
+``gate.judge`` with those runs as the baseline (their pooled samples, and their medians as
+the runs' range); plus change points (``gate.changepoints``) in the last runs of each series,
+which catch a step that one night's comparison let pass. A point with too little history
+falls back to a stored baseline when one is given, and says how many runs it still needs.
+
+Why history rather than a committed baseline: a class with no baseline starts gating after
+its first nights, and an accepted change (``perfsuite db annotate --accepted``) restarts the
+series instead of needing a new file in a pull request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfsuite import records
+from perfsuite.gate.config import GateConfig
+from perfsuite.gate.judge import Comparison, Side, judge
+from perfsuite.history.changes import Change, detect, reset_index
+from perfsuite.store import open_store
+from perfsuite.store.database import HistoryStore, SeriesPoint, StoredRun
+
+MIN_RUNS = 2  # previous runs a point needs before the history gates it
+LAST_RUNS = 10  # previous runs pooled as its baseline
+RECENT = 5  # change points this many runs back (or fewer) fail the gate
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A failing point and the commits between which it changed."""
+
+    id: str
+    why: str  # "regressed +7.1% ..." or "step +6.0% at run ..."
+    good: str | None  # the newest commit before the change
+    bad: str | None  # the first commit after it
+
+    @property
+    def commits(self) -> str:
+        return f"{(self.good or '?')[:12]}..{(self.bad or '?')[:12]}"
+
+
+@dataclass(frozen=True)
+class HistoryGate:
+    run: StoredRun
+    history: Comparison | None  # the points with enough history, against it
+    gathering: dict[str, int]  # point -> previous runs it has (fewer than MIN_RUNS)
+    fallback: Comparison | None  # the gathering points against the stored baseline
+    fallback_note: str
+    steps: list[Change] = field(default_factory=list)  # recent regressing change points
+    failing: list[Suspect] = field(default_factory=list)
+
+
+def _side(fp: records.Fingerprint, runs: dict[str, list[SeriesPoint]], source: str) -> Side:
+    return Side(
+        fp,
+        {k: np.asarray([s for p in v for s in p.samples_s], float) for k, v in runs.items()},
+        source,
+        runs={k: [float(np.median(p.samples_s)) for p in v] for k, v in runs.items()},
+    )
+
+
+def gate_history(
+    store: HistoryStore,
+    *,
+    run: str | None = None,
+    config: GateConfig | None = None,
+    min_runs: int = MIN_RUNS,
+    last: int = LAST_RUNS,
+    recent: int = RECENT,
+    baseline: str | None = None,
+) -> HistoryGate:
+    """Gate run ``run`` (a run key prefix or id; default: the newest) on the history."""
+    cfg = config or GateConfig()
+    target = store.run(run)
+    fp = store.fingerprint_of(target)
+    hw = target.hardware_class
+    notes = store.annotations()
+    base_runs: dict[str, list[SeriesPoint]] = {}
+    current: dict[str, list[SeriesPoint]] = {}
+    gathering: dict[str, int] = {}
+    for (name, _), series in store.series(hardware_class=hw).items():
+        upto = [p for p in series if p.started_at <= target.started_at]
+        if not upto or upto[-1].run_id != target.id:
+            continue  # not measured in this run
+        upto = upto[reset_index(name, hw, upto, notes) :]
+        past = upto[:-1][-last:]
+        current[name] = upto[-1:]
+        if len(past) < min_runs:
+            gathering[name] = len(past)
+        else:
+            base_runs[name] = past
+    where = f"{store.safe_url} (run {target.run_key[:10]})"
+    history = None
+    if base_runs:
+        cur = _side(fp, {k: current[k] for k in base_runs}, where)
+        history = judge(_side(fp, base_runs, f"its previous runs in {store.safe_url}"), cur, cfg)
+    fallback, note = _fallback(fp, current, gathering, target, baseline, cfg, where)
+    gate = HistoryGate(target, history, gathering, fallback, note)
+    return _suspects(gate, store, base_runs, cfg, recent)
+
+
+def _fallback(fp, current, gathering, target, baseline, cfg, where):
+    if not gathering:
+        return None, ""
+    if baseline is None:
+        return None, "no stored baseline given: measured, not gated"
+    store = open_store(baseline)
+    found = store.load_baseline(target.hardware_class, target.profile)
+    if found is None:
+        return (
+            None,
+            f"no baseline at {store.baseline_location(target.hardware_class, target.profile)}",
+        )
+    base = Side.of_baseline(found, store.baseline_location(target.hardware_class, target.profile))
+    mine = {k: v for k, v in base.samples.items() if k in gathering}
+    base = Side(base.fingerprint, mine, base.source, stats=base.stats,
+                runs={k: v for k, v in base.runs.items() if k in mine})  # fmt: skip
+    cur = _side(fp, {k: current[k] for k in gathering}, where)
+    return judge(base, cur, cfg), f"against {base.source}"
+
+
+def _suspects(gate: HistoryGate, store, base_runs, cfg: GateConfig, recent: int) -> HistoryGate:
+    failing: list[Suspect] = []
+    if gate.history is not None:
+        for v in gate.history.failing("regression"):
+            before = base_runs[v.id][-1]
+            why = f"regressed {v.change:+.1%} against its last {len(base_runs[v.id])} runs"
+            failing.append(Suspect(v.id, why, before.commit, gate.run.commit))
+    if gate.fallback is not None:
+        for v in gate.fallback.failing("regression"):
+            why = f"regressed {v.change:+.1%} against the stored baseline"
+            failing.append(Suspect(v.id, why, None, gate.run.commit))
+    steps = _recent_steps(gate, store, cfg, recent)
+    named = {s.id for s in failing}
+    for c, good, bad in steps:
+        if c.benchmark not in named:
+            why = f"step {c.change:+.1%} at run {c.run_key[:10]} (p={c.p_value:.1e})"
+            failing.append(Suspect(c.benchmark, why, good, bad))
+            named.add(c.benchmark)
+    return HistoryGate(
+        gate.run, gate.history, gate.gathering, gate.fallback, gate.fallback_note,
+        [c for c, _, _ in steps], failing,
+    )  # fmt: skip
+
+
+def _recent_steps(gate: HistoryGate, store, cfg: GateConfig, recent: int) -> list:
+    """Change points that made a point slower by more than its threshold, at one of the last
+    ``recent`` runs up to the gated one, with the commits around each."""
+    run = gate.run
+    series = store.series(hardware_class=run.hardware_class)
+    out = []
+    for c in detect(store, hardware_class=run.hardware_class, save=False):
+        points = [
+            p for p in series[(c.benchmark, c.hardware_class)] if p.started_at <= run.started_at
+        ]
+        ids = [p.run_id for p in points]
+        if c.run_id not in ids or len(ids) - ids.index(c.run_id) > recent:
+            continue
+        if c.change <= cfg.threshold_for(c.benchmark):
+            continue  # faster, or a step smaller than the practical threshold
+        at = ids.index(c.run_id)
+        good = points[at - 1].commit if at else None
+        out.append((c, good, points[at].commit))
+    return out
+
+
+def lines(gate: HistoryGate) -> list[str]:
+    """What the terminal and the job log say."""
+    run = gate.run
+    out = [f"history gate of run {run.run_key[:10]} ({run.hardware_class}, {run.profile}, "
+           f"commit {(run.commit or 'unknown')[:12]})"]  # fmt: skip
+    if gate.history is not None:
+        counts = gate.history.counts()
+        out.append("against history: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
+    if gate.gathering:
+        need = max(0, MIN_RUNS - min(gate.gathering.values()))
+        out.append(
+            f"gathering history: {len(gate.gathering)} point(s) with fewer than {MIN_RUNS} "
+            f"previous runs (gated by the history after {need} more run(s)); "
+            f"{gate.fallback_note}"
+        )
+    for s in gate.failing:
+        out.append(f"REGRESSION {s.id}: {s.why}; suspect commits {s.commits}")
+    out.append("history gate: " + ("FAILED" if gate.failing else "passed"))
+    return out
+
+
+def markdown(gate: HistoryGate) -> str:
+    """The job summary: one table row per failing point, else one line."""
+    head = "\n".join(f"- {line}" for line in lines(gate)[:-1])
+    if not gate.failing:
+        return f"### perfsuite history gate: passed\n\n{head}\n"
+    rows = "\n".join(f"| `{_md(s.id)}` | {_md(s.why)} | `{s.commits}` |" for s in gate.failing)
+    return (
+        "### perfsuite history gate: FAILED\n\n"
+        f"{head}\n\n| point | why | suspect commits |\n|---|---|---|\n{rows}\n"
+    )
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def as_json(gate: HistoryGate) -> dict:
+    """The verdicts as JSON (the nightly's artefact)."""
+    run = gate.run
+    return {
+        "run": {"key": run.run_key, "commit": run.commit, "hardware_class": run.hardware_class,
+                "profile": run.profile, "started_at": run.started_at.isoformat()},
+        "history": [records.dump(v) for v in gate.history.verdicts] if gate.history else [],
+        "gathering": gate.gathering,
+        "fallback": [records.dump(v) for v in gate.fallback.verdicts] if gate.fallback else [],
+        "fallback_note": gate.fallback_note,
+        "failing": [{"id": s.id, "why": s.why, "good": s.good, "bad": s.bad}
+                    for s in gate.failing],
+        "passed": not gate.failing,
+    }  # fmt: skip

@@ -1,0 +1,96 @@
+"""The nightly gate over the results history (``perfsuite db gate``): a point judged against
+its own previous runs, gathering history before that, an accepted annotation restarting the
+series, the suspect commit range, and the Markdown a job summary shows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perfsuite.cli import main
+from perfsuite.history.gate import gate_history, markdown
+from perfsuite.store.database import HistoryStore
+from tests.history_data import point_id, write_run
+
+BASE = {point_id(i): 0.010 * (1 + i) for i in range(3)}
+
+
+def _night(store, root, i, medians, commit):
+    run = write_run(root, i, medians)
+    store.import_path(run, commit=commit)
+    return run
+
+
+def _store(tmp_path):
+    return HistoryStore(f"sqlite:///{tmp_path / 'h.sqlite'}")
+
+
+def test_first_nights_gather_then_a_slow_point_fails_with_its_commits(tmp_path):
+    store = _store(tmp_path)
+    _night(store, tmp_path, 1, BASE, "c1" * 20)
+    first = gate_history(store)
+    assert first.gathering == dict.fromkeys(BASE, 0) and not first.failing
+    assert "gated by the history after 2 more run(s)" in markdown(first)
+    _night(store, tmp_path, 2, BASE, "c2" * 20)
+    assert not gate_history(store).failing
+    slow = dict(BASE, **{point_id(1): BASE[point_id(1)] * 1.10})
+    _night(store, tmp_path, 3, slow, "c3" * 20)
+    gate = gate_history(store)
+    assert [s.id for s in gate.failing] == [point_id(1)]
+    (suspect,) = gate.failing
+    assert (suspect.good, suspect.bad) == ("c2" * 20, "c3" * 20)
+    assert "regressed +10" in suspect.why
+    page = markdown(gate)
+    assert "FAILED" in page and point_id(1) in page and suspect.commits in page
+
+
+def test_an_accepted_annotation_makes_the_next_night_pass(tmp_path, capsys):
+    store = _store(tmp_path)
+    slow = dict(BASE, **{point_id(0): BASE[point_id(0)] * 1.10})
+    for i, medians in enumerate([BASE, BASE, slow], start=1):
+        _night(store, tmp_path, i, medians, f"{i:040d}")
+    assert gate_history(store).failing
+    third = store.run().run_key[:10]
+    store.annotate(point_id(0), third, "new kernel: accepted", accepted=True)
+    _night(store, tmp_path, 4, slow, f"{4:040d}")
+    gate = gate_history(store)
+    assert not gate.failing, gate.failing
+    assert gate.gathering == {point_id(0): 1}  # its series starts again at night 3
+
+
+def test_db_gate_cli_exit_codes_summary_and_json(tmp_path, capsys):
+    store = _store(tmp_path)
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    slow = dict(BASE, **{point_id(2): BASE[point_id(2)] * 1.10})
+    for i, medians in enumerate([BASE, BASE, BASE, slow], start=1):
+        _night(store, tmp_path, i, medians, f"{i:040d}")
+    summary, out = tmp_path / "summary.md", tmp_path / "gate.json"
+    summary.write_text("earlier step's summary\n")
+    rc = main(["db", "--store", url, "gate", "--summary", str(summary), "--json", str(out)])
+    assert rc == 1
+    text = capsys.readouterr().out
+    assert f"REGRESSION {point_id(2)}" in text and "history gate: FAILED" in text
+    assert summary.read_text().startswith("earlier step's summary\n")  # appended
+    assert point_id(2) in summary.read_text()
+    data = json.loads(out.read_text())
+    assert data["failing"][0]["id"] == point_id(2) and data["passed"] is False
+    # the night before still passes when gated again by its key
+    third = store.runs()[1].run_key[:10]
+    assert main(["db", "--store", url, "gate", "--run", third]) == 0
+
+
+def test_db_gate_on_an_empty_store_is_one_line_and_exit_2(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'empty.sqlite'}"
+    assert main(["db", "--store", url, "gate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no runs in" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("factor", [1.0, 1.01])
+def test_steady_or_tiny_changes_do_not_fail(tmp_path, factor):
+    store = _store(tmp_path)
+    for i in range(1, 7):
+        medians = {k: v * (factor if i == 6 else 1.0) for k, v in BASE.items()}
+        _night(store, tmp_path, i, medians, f"{i:040d}")
+    assert not gate_history(store).failing
