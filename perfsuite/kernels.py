@@ -1,15 +1,10 @@
-"""Public facade of the compiled kernels: input validation and ISA dispatch.
+"""Public facade of the compiled kernels: input validation and ISA dispatch (the variants,
+INT8 saturation without VNNI and the BF16 layout: docs/guide/kernels.md).
 
-The variant, a row of the dispatch table in ``kernels/dispatch.h`` (generic, avx2, avx512,
-avx512_vnni, avx512_bf16; each AVX-512 level includes the one before), is chosen once per
-process: the best one the CPU can run (cpuid + xgetbv), or the one named by
-``PERFSUITE_FORCE_ISA``. Each kernel also takes ``isa=`` so tests can run every variant the
-CPU supports. Bad input raises ``TypeError``/``ValueError`` naming the problem; nothing
-reaches the C code that could crash it.
-
-Without VNNI, ``gemm_u8s8_s32(..., exact=False)`` clamps int16 pair sums as ``vpmaddubsw``
-does (``saturation_free`` says when none can saturate). BF16 arrays are ``uint16`` holding the
-top half of the fp32 bit pattern. Both in full: docs/guide/kernels.md.
+The variant, a row of the dispatch table in ``kernels/dispatch.h``, is chosen once per
+process: the best one the CPU can run, or the one named by ``PERFSUITE_FORCE_ISA``; each
+kernel also takes ``isa=``. Bad input raises ``TypeError``/``ValueError`` naming the problem;
+nothing reaches the C code that could crash it.
 """
 
 from __future__ import annotations
@@ -93,14 +88,6 @@ def isa() -> str:
 
 
 _active_isa = isa  # blocking() takes a parameter named isa
-
-
-def _block(block: Blocking | None, op: str, code: int) -> Blocking:
-    if block is None:
-        return blocking(op, KNOWN_ISAS[code])
-    if not isinstance(block, Blocking):
-        raise TypeError(f"block must be a Blocking, got {type(block).__name__}")
-    return block
 
 
 def _isa_code(requested: str | None) -> int:
@@ -275,7 +262,9 @@ def _gemm_call(op: str, a, b, out, threads, isa, block) -> tuple:
     m, n, _ = _matmul_shapes(a, b)
     out = _out(out, (m, n), tc, [("A", a), ("B", b)])
     code = _isa_code(isa)
-    blk = _block(block, op, code)
+    blk = blocking(op, KNOWN_ISAS[code]) if block is None else block
+    if not isinstance(blk, Blocking):
+        raise TypeError(f"block must be a Blocking, got {type(block).__name__}")
     return a, b, out, code, blk.mc_l2, blk.kc_l1, blk.nc_l3, threads
 
 
@@ -298,7 +287,7 @@ def gemm_u8s8_s32(
     isa: str | None = None,
     block: Blocking | None = None,
 ) -> np.ndarray:
-    """C := A @ B with A uint8, B int8, C int32 (see the module docstring on saturation)."""
+    """C := A @ B with A uint8, B int8, C int32 (saturation: docs/guide/kernels.md)."""
     a, b, out, code, mc, kc, nc, threads = _gemm_call("u8s8", a, b, out, threads, isa, block)
     _kernels.gemm_u8s8_s32_into(a, b, out, code, bool(exact), mc, kc, nc, threads)
     return out

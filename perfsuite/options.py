@@ -1,8 +1,6 @@
 """Every option the two faces share, defined once: the pytest plugin spells it ``--perf-<name>``,
 each ``perfsuite`` verb that takes it ``--<name>`` (pytest-benchmark's ``add_global_options``
-pattern). ``OPTIONS`` is the table; ``add_options(add, face)`` registers a face's options with
-``parser.addoption`` or ``ArgumentParser.add_argument`` (both take the same keyword
-arguments); ``profile_overrides`` reads the options that override profile keys.
+pattern): ``OPTIONS`` is the table.
 
 An option's ``kwargs`` hold what every face shares (its type, choices, help); ``per_face``
 holds only what one face sets differently, such as a verb's own default and the help that
@@ -34,40 +32,27 @@ def csv(valid_hint: str) -> Callable[[str], list[str]]:
     return parse
 
 
-def _convert(text: str, to: Callable[[str], Any], what: str):
-    try:
-        return to(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+def _checked(to: Callable[[str], Any], what: str, ok: Callable[[Any], bool], must: str):
+    """A parser: ``to(text)``, else "is not ``what``"; then finite and ``ok``, else "must be
+    ``must``"."""
+
+    def parse(text: str):
+        try:
+            value = to(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if to is float and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"{text!r} must be {must}")
+        return value
+
+    return parse
 
 
-def _number(text: str) -> float:
-    value = _convert(text, float, "a number")
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-    return value
-
-
-def positive_float(text: str) -> float:
-    value = _number(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
-    return value
-
-
-def fraction(text: str) -> float:
-    """A probability such as alpha: strictly between 0 and 1."""
-    value = _number(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (exclusive)")
-    return value
-
-
-def positive_int(text: str) -> int:
-    value = _convert(text, int, "a whole number")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return value
+positive_float = _checked(float, "a number", lambda v: v > 0, "> 0")
+fraction = _checked(float, "a number", lambda v: 0 < v < 1, "between 0 and 1 (exclusive)")  # alpha
+positive_int = _checked(int, "a whole number", lambda v: v >= 1, ">= 1")
 
 
 # --------------------------------------------------------------------------- the table

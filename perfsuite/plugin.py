@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -19,11 +18,8 @@ import pytest
 from perfsuite import kernels, records
 from perfsuite.execute.interference import busiest_processes
 from perfsuite.gate.config import GateConfigError, load_gate_config
-from perfsuite.host.fingerprint import fingerprint
-from perfsuite.host.topology import read_topology
 from perfsuite.options import OPTIONS, PLUGIN, add_options, profile_overrides
 from perfsuite.prepare import cache
-from perfsuite.prepare.backends import software_versions
 from perfsuite.store import StoreError, database, open_store, scheme_of
 from perfsuite.sweep.plan import PlanError, Profile, load_profiles, select_profile
 from perfsuite.sweep.session import PerfSession
@@ -39,35 +35,29 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    name = config.getoption("perf_profile") or (
-        "default" if config.getoption("benchmark_only", False) else "smoke"
-    )
+    o = config.getoption
+    name = o("perf_profile") or ("default" if o("benchmark_only", False) else "smoke")
     _check_rootdir(config)
-    overrides = profile_overrides(lambda key: config.getoption(f"perf_{key}"), PLUGIN)
+    overrides = profile_overrides(lambda key: o(f"perf_{key}"), PLUGIN)
     pyproject = config.rootpath / "pyproject.toml"
     try:
-        profile = select_profile(
-            load_profiles(pyproject, config.getoption("perf_config")), name, overrides
-        )
+        profile = select_profile(load_profiles(pyproject, o("perf_config")), name, overrides)
         problem = kernels.forced_isa_problem()  # else 'unavailable' in every record's fingerprint
         if problem:
             raise pytest.UsageError(f"perfsuite: {problem}")
         _check_outputs(config)
-        _check_stores(config)
         gate = load_gate_config(
-            pyproject if pyproject.is_file() else None,
-            config.getoption("perf_threshold"),
-            config.getoption("perf_alpha"),
+            pyproject if pyproject.is_file() else None, o("perf_threshold"), o("perf_alpha")
         )
     except (PlanError, NotWritable, StoreError, GateConfigError) as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
     config.stash[SESSION] = _LazySession(
         profile,
-        config.getoption("perf_out"),
-        config.getoption("perf_counters"),
-        config.getoption("perf_executor"),
-        config.getoption("perf_baseline"),
-        config.getoption("perf_spark_master"),
+        out_dir=o("perf_out"),
+        counters=o("perf_counters"),
+        executor=o("perf_executor"),
+        baselines=o("perf_baseline"),
+        spark_master=o("perf_spark_master"),
     )
     config.stash[GATE] = gate
 
@@ -124,14 +114,18 @@ def _project_ini(start: Path) -> Path | None:
 
 
 def _check_outputs(config) -> None:
-    """Output locations are checked before anything is measured, not after (a read-only
-    --perf-out used to fail with a traceback once every point had run)."""
+    """Output locations are checked, and the stores opened (and migrated), before anything is
+    measured, not after (a read-only --perf-out used to fail with a traceback once every
+    point had run); a bad store URL is a usage error."""
     check_writable_dir(config.getoption("perf_out"), "--perf-out")
     baseline = config.getoption("perf_baseline")
     if config.getoption("perf_save_baseline") and scheme_of(baseline) == "file":
         check_writable_dir(baseline.removeprefix("file://"), "--perf-baseline")
     if os.environ.get(cache.ENV):
         check_writable_dir(os.environ[cache.ENV], cache.ENV)
+    for url in (history_url(config), None if scheme_of(baseline) == "file" else baseline):
+        if url:
+            open_store(url).close()
 
 
 def history_url(config) -> str | None:
@@ -139,38 +133,16 @@ def history_url(config) -> str | None:
     return config.getoption("perf_store") or os.environ.get(database.ENV) or None
 
 
-def _check_stores(config) -> None:
-    """Open (and migrate) the stores before measuring: a bad URL is a usage error."""
-    baseline = config.getoption("perf_baseline")
-    for url in (history_url(config), None if scheme_of(baseline) == "file" else baseline):
-        if url:
-            open_store(url).close()
-
-
-@dataclass
 class _LazySession:
     """Reads the topology and fingerprint only when a sweep test is collected."""
 
-    profile: Profile
-    out_dir: Path
-    counters: bool = False
-    executor: str | None = None
-    baselines: str | None = None
-    spark_master: str | None = None
-    _session: PerfSession | None = field(default=None, init=False)
+    def __init__(self, profile: Profile, **options):
+        self.profile, self._options = profile, options
+        self._session: PerfSession | None = None
 
-    def get(self):
+    def get(self) -> PerfSession:
         if self._session is None:
-            self._session = session = PerfSession(
-                self.profile,
-                self.out_dir,
-                read_topology("/"),
-                fingerprint("/", frameworks=software_versions()),
-                executor=self.executor,
-                baselines=self.baselines,
-                spark_master=self.spark_master,
-            )
-            session.counters = self.counters
+            self._session = PerfSession(self.profile, **self._options)
         return self._session
 
     @property

@@ -25,7 +25,7 @@ Format history (``upgrade`` turns any older file into the current one):
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -50,10 +50,10 @@ class _Record(BaseModel):
 
 
 JSONValue = Any  # a value read from JSON that perfsuite passes through without reading it
-Scalar = str | int | float | bool | None
 
 
-SPARK_PATTERNS = ("partition", "rdd_map")
+SparkPattern = Literal["partition", "rdd_map"]
+SPARK_PATTERNS = get_args(SparkPattern)
 
 
 class SparkSpec(_Record):
@@ -61,7 +61,7 @@ class SparkSpec(_Record):
     worker; rdd_map: the article's map, one record per call), concurrent tasks (slots) and
     CPUs each task's framework session uses."""
 
-    pattern: Literal["partition", "rdd_map"]
+    pattern: SparkPattern
     slots: int = Field(ge=1)
     cpus_per_task: int = Field(ge=1)
 
@@ -204,18 +204,13 @@ class Accuracy(_Record):
     passed: bool
     detail: dict[str, JSONValue]
 
-    def __str__(self) -> str:
-        rel = "<=" if self.metric == "top1_drop_points" else ">="
-        verdict = "pass" if self.passed else "FAIL"
-        return f"{self.metric} = {self.value:.2f} (gate {rel} {self.threshold:g}): {verdict}"
-
 
 class SparkRun(_Record):
     """How a Spark point ran (``perfsuite.execute.spark``): passes, start-up, agreement of
     its outputs with a single-process run."""
 
     master: str
-    pattern: Literal["partition", "rdd_map"]
+    pattern: SparkPattern
     slots: int = Field(ge=1)
     cpus_per_task: int = Field(ge=1)
     items: int = Field(ge=1)
@@ -415,11 +410,10 @@ class Expected(_Record):
         return self
 
 
-class Reference(BaseModel):
+class Reference(_Record):
     """A SKU reference for ``perfsuite qualify`` (shipped in perfsuite/references/ or given
     with --reference); every threshold finite and in range, or the check would never fail."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     schema_: Literal["perfsuite.reference/1"] = Field(REFERENCE, alias="schema")
     sku: str
     hardware_class: str
@@ -458,19 +452,17 @@ class RunSummary(_Record):
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 
 
-VERDICTS = (
-    "improved", "unchanged", "regressed", "unstable", "new", "missing", "incomparable", "error",
-)  # fmt: skip
+VerdictName = Literal[
+    "improved", "unchanged", "regressed", "unstable", "new", "missing", "incomparable", "error"
+]
+VERDICTS = get_args(VerdictName)
 
 
 class Verdict(_Record):
     """The gate's verdict on one point (``perfsuite.gate.judge``)."""
 
     id: str
-    verdict: Literal[
-        "improved", "unchanged", "regressed", "unstable", "new", "missing", "incomparable",
-        "error",
-    ]  # fmt: skip
+    verdict: VerdictName
     change: Finite | None = None
     ci: tuple[Finite, Finite] | None = None
     p_value: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
@@ -580,14 +572,6 @@ UPGRADES = {
     "perfsuite.result/1": _result_1_to_2,
     "perfsuite.baseline/1": _baseline_1_to_2,
 }
-CURRENT = {
-    "result": RESULT,
-    "baseline": BASELINE,
-    "reference": REFERENCE,
-    "run": RUN,
-    "gate": GATE,
-    "qualification": QUALIFICATION,
-}
 
 
 def upgrade(data: dict) -> dict:
@@ -637,6 +621,8 @@ SCHEMAS = {
     "gate": GateReport,
     "qualification": QualificationReport,
 }
+# each kind's current schema: the one its type writes
+CURRENT = {kind: model.model_fields["schema_"].default for kind, model in SCHEMAS.items()}
 
 
 def load(kind: str, data: Any, source: str | None = None) -> BaseModel:

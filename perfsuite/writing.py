@@ -4,20 +4,22 @@ artefact cache."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, executable: bool = False) -> None:
     """Write via a temporary file in the same directory and rename: readers never see a
-    partial file, and a crash leaves the old content (or nothing) in place."""
+    partial file (nor a script not yet executable), and a crash leaves the old content (or
+    nothing) in place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         umask = os.umask(0)
         os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would hide a shared cache from others
+        os.fchmod(fd, (0o777 if executable else 0o666) & ~umask)  # not 0600: caches are shared
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -41,8 +43,14 @@ def json_default(o):
     raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode())
+def atomic_write_text(path: Path, text: str, *, executable: bool = False) -> None:
+    atomic_write_bytes(path, text.encode(), executable=executable)
+
+
+def write_json(path: Path, data, **options) -> Path:
+    """``data`` as indented JSON at ``path``, atomically: the form of every record file."""
+    atomic_write_text(path, json.dumps(data, indent=1, **options))
+    return path
 
 
 class NotWritable(OSError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,25 @@ def empty_node_root(tmp_path, host_tree):
     (node1 / "meminfo").write_text("Node 1 MemTotal:       1048576 kB\n")
     (root / "sys/devices/system/node/online").write_text("0-1\n")
     return root
+
+
+PG_ENV = "PERFSUITE_TEST_POSTGRES"
+
+
+@pytest.fixture
+def postgres_url():
+    """A throwaway database on the PostgreSQL server $PERFSUITE_TEST_POSTGRES names (.ci/run
+    starts one), dropped afterwards."""
+    import sqlalchemy as sa
+
+    admin_url = os.environ.get(PG_ENV)
+    if not admin_url:
+        pytest.skip(f"no PostgreSQL server: ${PG_ENV} is unset (.ci/run starts one)")
+    name = f"perfsuite_test_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    yield str(sa.engine.make_url(admin_url).set(database=name))
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+    admin.dispose()

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
-import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -18,25 +16,12 @@ from perfsuite.history.changes import detect
 from perfsuite.store import schema
 from perfsuite.store.database import MIGRATIONS, HistoryStore, StoreError
 
-PG_ENV = "PERFSUITE_TEST_POSTGRES"
-
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request, tmp_path):
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'history.sqlite'}"
-        return
-    admin_url = os.environ.get(PG_ENV)
-    if not admin_url:
-        pytest.skip(f"no PostgreSQL server: ${PG_ENV} is unset (.ci/run starts one)")
-    name = f"perfsuite_test_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    yield str(sa.engine.make_url(admin_url).set(database=name))
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-    admin.dispose()
+        return f"sqlite:///{tmp_path / 'history.sqlite'}"
+    return request.getfixturevalue("postgres_url")
 
 
 def test_migrations_match_the_schema_and_go_both_ways(store_url):

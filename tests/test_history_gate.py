@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from history_data import point_id, write_run
 
 from perfsuite.cli import main
 from perfsuite.history.gate import gate_history, markdown
 from perfsuite.store.database import HistoryStore
-from tests.history_data import point_id, write_run
 
 BASE = {point_id(i): 0.010 * (1 + i) for i in range(3)}
 

@@ -3,10 +3,9 @@ directories; exit 1 on a failing verdict (regressions are not re-measured here).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
+from perfsuite.cli import EXIT_FAIL, EXIT_OK, add_verb
 from perfsuite.gate.config import GateConfigError, load_gate_config
 from perfsuite.gate.judge import judge
 from perfsuite.gate.report import terminal, write_all
@@ -15,7 +14,7 @@ from perfsuite.store.baseline import BaselineError
 from perfsuite.sweep.compare import load_sides
 from perfsuite.writing import NotWritable, check_writable_dir
 
-INPUT_ERRORS: tuple[type[Exception], ...] = ()
+INPUT_ERRORS: tuple[type[Exception], ...] = (BaselineError, GateConfigError, NotWritable)
 
 
 def cmd_compare(args) -> int:
@@ -24,14 +23,10 @@ def cmd_compare(args) -> int:
     config = args.config
     if config is None and Path("pyproject.toml").is_file():
         config = Path("pyproject.toml")
-    try:
-        if args.report:
-            check_writable_dir(args.report, "--report")
-        cfg = load_gate_config(config, args.threshold, args.alpha)
-        base, cur = load_sides(args.baseline, args.current)
-    except (BaselineError, GateConfigError, NotWritable) as exc:
-        print(f"perfsuite compare: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    if args.report:
+        check_writable_dir(args.report, "--report")
+    cfg = load_gate_config(config, args.threshold, args.alpha)
+    base, cur = load_sides(args.baseline, args.current)
     comparison = judge(base, cur, cfg)
     terminal(print, comparison, base.source, cur.source)
     if args.report:

@@ -17,11 +17,15 @@ from perfsuite.records import Fingerprint
 INPUT_ERRORS: tuple[type[Exception], ...] = ()
 
 
-def _fmt(value) -> str:
+def _fmt_field(key: str, value) -> str:
     if value is None:
-        return "unknown"
+        return "not installed" if key.startswith("software.") else "unknown"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if key.endswith("_bytes") and isinstance(value, int):
+        for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+            if value >= scale:
+                return f"{value / scale:.4g} {unit}"
     if isinstance(value, list):
         if value and isinstance(value[0], dict):
             return "; ".join(
@@ -31,16 +35,6 @@ def _fmt(value) -> str:
             )
         return " | ".join(str(v) for v in value)
     return str(value)
-
-
-def _fmt_field(key: str, value) -> str:
-    if key.startswith("software.") and value is None:
-        return "not installed"
-    if key.endswith("_bytes") and isinstance(value, int):
-        for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-            if value >= scale:
-                return f"{value / scale:.4g} {unit}"
-    return _fmt(value)
 
 
 def print_info(fp: Fingerprint) -> None:

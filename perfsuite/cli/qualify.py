@@ -23,9 +23,9 @@ from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks as qualify
 from perfsuite.qualify.here import qualify_here
 from perfsuite.store.database import StoreError, open_history
-from perfsuite.writing import NotWritable, atomic_write_text, check_writable_dir
+from perfsuite.writing import NotWritable, atomic_write_text, check_writable_dir, write_json
 
-INPUT_ERRORS: tuple[type[Exception], ...] = (StoreError, fleet.FleetError)
+INPUT_ERRORS = (StoreError, fleet.FleetError, qualify.QualifyError, NotWritable, FleetUsageError)
 
 
 def _usage(message: str) -> int:
@@ -46,26 +46,20 @@ def cmd_qualify(args) -> int:
         return _usage(f"--repeats must be >= 1, got {args.repeats}")
     if args.spark_master:
         return cmd_qualify_fleet(args)
-    try:  # before minutes of measuring, not after
-        check_writable_dir(args.out, "--out")
-        if args.save_reference:
-            check_writable_dir(Path(args.save_reference).parent, "--save-reference's folder")
-            if Path(args.save_reference).is_dir():
-                raise NotWritable(f"--save-reference {args.save_reference} is a directory")
-    except NotWritable as exc:
-        return _usage(str(exc))
-    try:
-        report, runs = qualify_here(
-            quick=args.quick,
-            reference=None
-            if args.no_reference or args.save_reference
-            else qualify.load_reference(args.reference, fp.hardware_class),
-            repeats=args.repeats if args.save_reference else 1,
-            inference=(args.out, args.baseline, args.inference_profile) if args.inference else None,
-            fp=fp,
-        )
-    except qualify.QualifyError as exc:
-        return _usage(str(exc))
+    check_writable_dir(args.out, "--out")  # before minutes of measuring, not after
+    if args.save_reference:
+        check_writable_dir(Path(args.save_reference).parent, "--save-reference's folder")
+        if Path(args.save_reference).is_dir():
+            raise NotWritable(f"--save-reference {args.save_reference} is a directory")
+    report, runs = qualify_here(
+        quick=args.quick,
+        reference=None
+        if args.no_reference or args.save_reference
+        else qualify.load_reference(args.reference, fp.hardware_class),
+        repeats=args.repeats if args.save_reference else 1,
+        inference=(args.out, args.baseline, args.inference_profile) if args.inference else None,
+        fp=fp,
+    )
     ref, result = report.reference, report.verdict
     for c in report.checks:
         print(
@@ -76,11 +70,9 @@ def cmd_qualify(args) -> int:
     against = f"'{ref.sku}'" if ref else "no reference (checks that need one are WARN)"
     print(f"qualification of {fp.hardware_class} against {against}: {result} ({elapsed:.0f} s)")
     out = Path(args.out)
-    atomic_write_text(out / "qualification.json", json.dumps(records.dump(report), indent=1))
-    atomic_write_text(
-        out / "qualification.html",
-        qualify.html(report.checks, f"qualification of {fp.hardware_class}"),
-    )
+    write_json(out / "qualification.json", records.dump(report))
+    page = qualify.html(report.checks, f"qualification of {fp.hardware_class}")
+    atomic_write_text(out / "qualification.html", page)
     print(f"reports: {out / 'qualification.json'}, {out / 'qualification.html'}")
     if args.save_reference:
         if result == "FAIL":
@@ -107,10 +99,10 @@ def cmd_qualify_fleet(args) -> int:
             "--save-reference and --inference are for one host (use `perfsuite db fleet "
             "--save-reference` for a fleet reference)"
         )
+    check_writable_dir(args.out, "--out")
+    open_history(args.store)  # a bad store URL is a usage error before anything runs
+    ref = qualify.load_reference(args.reference, None) if args.reference else None
     try:
-        check_writable_dir(args.out, "--out")
-        open_history(args.store)  # a bad store URL is a usage error before anything runs
-        ref = qualify.load_reference(args.reference, None) if args.reference else None
         run = qualify_fleet(
             args.spark_master,
             args.hosts,
@@ -121,17 +113,16 @@ def cmd_qualify_fleet(args) -> int:
             no_reference=args.no_reference,
             store_url=args.store,
         )
-    except (NotWritable, qualify.QualifyError, FleetUsageError, StoreError, WorkerError) as exc:
+    except WorkerError as exc:
         print(f"perfsuite qualify: {exc}", file=sys.stderr)
-        return EXIT_USAGE if not isinstance(exc, WorkerError) else EXIT_FAIL
+        return EXIT_FAIL
+    by_class: dict = {}
     for host, report in sorted(run.reports.items()):
         cls = report.fingerprint.hardware_class
+        by_class.setdefault(cls, {})[host] = report
         print(f"{host}: {cls}: {report.verdict} ({run.written[host]})")
     for host, why in sorted(run.errors.items()):
         print(f"{host}: no report: {why}")
-    by_class: dict = {}
-    for host, report in run.reports.items():
-        by_class.setdefault(report.fingerprint.hardware_class, {})[host] = report
     failed = bool(run.errors) or any(r.verdict == "FAIL" for r in run.reports.values())
     rules = fleet.load_rules(None)
     for cls, reports in sorted(by_class.items()):

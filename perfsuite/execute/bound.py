@@ -4,12 +4,9 @@
    perfsuite.execute.worker`` (job on stdin);
 2. otherwise in-process ``sched_setaffinity`` + ``set_mempolicy`` in a spawned worker.
 
-Either way the worker reports the binding the kernel has in force, and it is checked against
-the request: a binding that did not take is a ``BindingError`` for that run, never a silent
-unbound measurement. Shards run one worker per placement, started together.
-
-``BoundWorker`` is the ``numactl`` executor (``perfsuite.execute.executors``): each session of
-a bound point in a worker started this way.
+Either way the binding the kernel has in force is checked against the request
+(``numa.verify``). Shards run one worker per placement, started together; ``BoundWorker`` is
+the ``numactl`` executor.
 """
 
 from __future__ import annotations
@@ -23,8 +20,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from perfsuite.execute.executors import BaseExecutor, FreshWorker, isolated
-from perfsuite.execute.isolation import WorkerCrashed, WorkerError, WorkerTimeout, run_isolated
+from perfsuite.execute.executors import BaseExecutor, FreshWorker, isolated, per_session
+from perfsuite.execute.isolation import (
+    WorkerCrashed,
+    WorkerError,
+    WorkerTimeout,
+    last_line,
+    run_isolated,
+)
 from perfsuite.execute.runner import measure_in_place, pool_sessions
 from perfsuite.host import numa
 from perfsuite.host import placement as pl
@@ -66,13 +69,12 @@ def _numactl(placement, fn, args, kwargs, timeout):
         )
     except subprocess.TimeoutExpired:
         raise WorkerTimeout(f"numactl worker gave no answer within {timeout:g} s; killed") from None
+    if proc.returncode < 0:
+        raise WorkerCrashed(f"numactl worker killed by signal {-proc.returncode}")
     if proc.returncode != 0 or not proc.stdout:
-        err = proc.stderr.decode(errors="replace").strip().splitlines()
-        if proc.returncode < 0:
-            raise WorkerCrashed(f"numactl worker killed by signal {-proc.returncode}")
         raise BindingError(
             f"numactl {' '.join(placement.numactl_args())} failed "
-            f"(exit {proc.returncode}): {err[-1] if err else 'no output'}"
+            f"(exit {proc.returncode}): {last_line(proc.stderr.decode(errors='replace'))}"
         )
     status, payload = pickle.loads(proc.stdout)
     if status != "ok":
@@ -105,50 +107,39 @@ def run_shards(
     fn, *args, placements: list[Placement], mechanism: str = "auto", timeout: float = 600, **kwargs
 ) -> list[Bound]:
     """One bound worker per placement, all started together (the multi-socket recipe)."""
+    how = {"mechanism": mechanism, "timeout": timeout, **kwargs}
     with ThreadPoolExecutor(max_workers=len(placements)) as pool:
-        futures = [
-            pool.submit(
-                run_bound, fn, *args, placement=p, mechanism=mechanism, timeout=timeout, **kwargs
-            )
-            for p in placements
-        ]
-        return [f.result() for f in futures]
+        return list(pool.map(lambda p: run_bound(fn, *args, placement=p, **how), placements))
+
+
+def _on_pairs(topo, fn, args, **how) -> dict[tuple[int, int], Any]:
+    """fn(*args(placement)) with the threads on CPU node i and the memory on node j, for every
+    pair of ``placement.matrix``: the diagonal is local, the rest remote."""
+    out = {}
+    for cpu_node, mem_node in pl.matrix(topo):
+        p = pl.Placement(f"cpu{cpu_node}-mem{mem_node}", pl.node(topo, cpu_node).cpus, (mem_node,))
+        out[(cpu_node, mem_node)] = run_bound(fn, *args(p), placement=p, **how).result
+    return out
 
 
 def bandwidth_matrix(
     topo, *, n: int = 1 << 24, repeats: int = 3, mechanism: str = "auto", timeout: float = 600
 ) -> dict[tuple[int, int], float]:
-    """STREAM triad GB/s with the threads on CPU node i and the arrays on memory node j, for
-    every pair: the diagonal is local, the rest remote (the article's "~15% from binding")."""
-    out = {}
-    for cpu_node, mem_node in pl.matrix(topo):
-        cpus = pl.node(topo, cpu_node).cpus
-        p = pl.Placement(f"cpu{cpu_node}-mem{mem_node}", cpus, (mem_node,))
-        res = run_bound(
-            triad_best, n, len(cpus), repeats, placement=p, mechanism=mechanism, timeout=timeout
-        )
-        out[(cpu_node, mem_node)] = res.result
-    return out
+    """STREAM triad GB/s of every (CPU node, memory node) pair (the article's "~15% from
+    binding")."""
+    return _on_pairs(
+        topo, triad_best, lambda p: (n, len(p.cpus), repeats), mechanism=mechanism, timeout=timeout
+    )
 
 
 def inference_matrix(
     point: dict, protocol: dict, topo, *, mechanism: str = "auto", timeout: float = 900
 ) -> dict[tuple[int, int], dict]:
-    """Inference stats of one sweep point (its numa_node ignored) with the threads on CPU node
-    i and the memory on node j, for every pair: local vs remote latency and throughput."""
-    out = {}
-    for cpu_node, mem_node in pl.matrix(topo):
-        p = pl.Placement(f"cpu{cpu_node}-mem{mem_node}", pl.node(topo, cpu_node).cpus, (mem_node,))
-        res = run_bound(
-            measure_in_place,
-            dict(point, numa_node=None),
-            protocol,
-            placement=p,
-            mechanism=mechanism,
-            timeout=timeout,
-        )
-        out[(cpu_node, mem_node)] = Measurement.model_validate(res.result).stats
-    return out
+    """Inference stats of one sweep point (its numa_node ignored) for every (CPU node, memory
+    node) pair: local vs remote latency and throughput."""
+    args = (dict(point, numa_node=None), protocol)
+    got = _on_pairs(topo, measure_in_place, lambda p: args, mechanism=mechanism, timeout=timeout)
+    return {pair: Measurement.model_validate(m).stats for pair, m in got.items()}
 
 
 class BoundWorker(BaseExecutor):
@@ -175,10 +166,8 @@ class BoundWorker(BaseExecutor):
             where = pl.node(self._topo, point.numa_node)
         except pl.PlacementError as exc:
             raise WorkerError(str(exc)) from exc
-        one = {**protocol, "sessions": 1}
         parts, used = [], self.mechanism
-        for i in range(protocol.get("sessions", 1)):
-            session = one if i == 0 else {**one, "counters": False}  # perf stat: first window
+        for session in per_session(protocol):
             try:
                 out = run_bound(measure_in_place, point, session, placement=where,
                                 mechanism=self.mechanism, timeout=self.timeout)  # fmt: skip

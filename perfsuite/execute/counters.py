@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 
+from perfsuite.execute.isolation import last_line
 from perfsuite.records import Counters
 
 EVENTS = ("cycles", "instructions", "cache-references", "cache-misses", "LLC-load-misses")
@@ -28,6 +29,10 @@ def _none_counted(events, reason: str, returncode: int | None = None) -> Counter
 
 
 NO_PERF = "perf is not installed (Debian: linux-perf)"
+
+
+def valgrind_missing() -> str | None:
+    return None if shutil.which("valgrind") else "valgrind is not installed (Debian: valgrind)"
 
 
 def parse_perf_csv(text: str, events=EVENTS, returncode: int | None = None) -> Counters:
@@ -74,8 +79,8 @@ def perf_stat(cmd: list[str], events=EVENTS, timeout: float = 600) -> Counters:
     proc = subprocess.run(perf_cmd, capture_output=True, text=True, timeout=timeout)
     res = parse_perf_csv(proc.stderr, events, proc.returncode)
     if proc.returncode != 0 and not res.counts:
-        reason = (proc.stderr.strip().splitlines() or ["perf failed"])[-1]
-        return _none_counted(events, f"perf stat failed: {reason}", proc.returncode)
+        reason = f"perf stat failed: {last_line(proc.stderr, 'perf failed')}"
+        return _none_counted(events, reason, proc.returncode)
     return res
 
 
@@ -162,8 +167,8 @@ def simulated_cache_misses(m: int = 64, k: int = 64, n: int = 64, timeout: float
     unavailable. Returns the event totals (Ir, Dr, Dw, I1mr, D1mr, D1mw, ILmr, DLmr, DLmw) and
     miss rates, or {'unsupported': reason}."""
 
-    if shutil.which("valgrind") is None:
-        return {"unsupported": "valgrind is not installed (Debian: valgrind)"}
+    if why := valgrind_missing():
+        return {"unsupported": why}
     if max(m, k, n) > 512:
         raise ValueError(f"shape {m}x{k}x{n} is too large for simulation (<= 512 per dimension)")
     script = _CACHEGRIND_SNIPPET.format(m=m, k=k, n=n)

@@ -9,16 +9,12 @@ SparkSession), and the sweep closes its executor at the end of the run.
   before anything allocates.
 - ``in-process``: in the pytest process itself, for debugging; refuses NUMA-bound points.
 - ``auto``: ``worker`` for bound points, ``in-process`` for unbound ones.
-- ``numactl`` (``perfsuite.execute.bound``): a bound point's sessions each in a process
-  started under ``numactl``, the binding checked; unbound ones as ``worker``.
-- ``interpreter`` (``perfsuite.execute.interpreter``): each point in a fresh process of
-  another Python (its own perfsuite, frameworks and kernels): one side of ``perfsuite ab``.
-- ``spark`` (``perfsuite.execute.spark``): Spark points; one SparkSession, stopped by
-  ``close``. ``WithSpark`` sends a run's Spark points there whatever the others' executor.
+- ``numactl`` (``execute.bound``), ``interpreter`` (``execute.interpreter``, a side of
+  ``perfsuite ab``) and ``spark`` (``execute.spark``; ``WithSpark`` sends a run's Spark
+  points there whatever the others' executor).
 
 Executors are found by name in ``EXECUTORS``, the ``perfsuite.executors`` entry points
-(``perfsuite.prepare.extensions``): a new one is a class with a ``name``, built with keyword
-options (``timeout`` at least), declared there. ``run`` takes a ``records.Point`` and returns a
+(``perfsuite.prepare.extensions``). ``run`` takes a ``records.Point`` and returns a
 ``records.Measurement``; between processes and hosts that travels serialised (JSON).
 """
 
@@ -34,21 +30,8 @@ from perfsuite.execute.runner import (
     runtime_extensions,
 )
 from perfsuite.prepare.extensions import EXECUTORS as GROUP
-from perfsuite.prepare.extensions import STALE, Registry
+from perfsuite.prepare.extensions import Registry
 from perfsuite.records import Measurement, Point
-
-__all__ = [
-    "DEFAULT",
-    "EXECUTORS",
-    "Auto",
-    "BaseExecutor",
-    "Executor",
-    "FreshWorker",
-    "InProcess",
-    "WithSpark",
-    "WorkerError",
-    "get_executor",
-]
 
 
 @runtime_checkable
@@ -72,9 +55,6 @@ class BaseExecutor:
     """``close`` (nothing to stop) and the context manager, for executors to inherit."""
 
     name = ""
-
-    def run(self, point: Point, protocol: dict) -> Measurement:
-        raise NotImplementedError
 
     def close(self) -> None:
         pass
@@ -104,11 +84,8 @@ class InProcess(BaseExecutor):
 class FreshWorker(BaseExecutor):
     """One spawned process per session. A process draws state once that its sessions share,
     so sessions in separate processes sample that spread; in one they hide it
-    (docs/measurements/2026-12-05-zen4-process-spread.md).
-
-    A spawned worker starts with this process's ``sys.path`` (multiprocessing sends it), so
-    it finds the same entry points; a backend or precision registered at run time (a
-    conftest's) is imported there first (``runner.runtime_extensions``)."""
+    (docs/measurements/2026-12-05-zen4-process-spread.md). What a conftest registered at run
+    time is imported in the worker first (``runner.runtime_extensions``)."""
 
     name = "worker"
 
@@ -116,13 +93,11 @@ class FreshWorker(BaseExecutor):
         self.timeout = timeout
 
     def run(self, point: Point, protocol: dict) -> Measurement:
-        one = {**protocol, "sessions": 1}
         extensions = runtime_extensions()
         done = [
-            run_isolated(run_point_in_worker, extensions, point,
-                         one if i == 0 else {**one, "counters": False}, timeout=self.timeout)
-            for i in range(protocol.get("sessions", 1))
-        ]  # fmt: skip
+            run_isolated(run_point_in_worker, extensions, point, one, timeout=self.timeout)
+            for one in per_session(protocol)
+        ]
         hung = any(res.teardown_hung for res in done)
         label = "worker (teardown hung, killed)" if hung else "worker"
         parts = [Measurement.model_validate(res.value) for res in done]
@@ -140,6 +115,13 @@ class Auto(BaseExecutor):
         return chosen.run(point, protocol)
 
 
+def per_session(protocol: dict) -> list[dict]:
+    """A one-session protocol for each session of ``protocol`` (a worker each); perf stat
+    counts the first window only."""
+    one = {**protocol, "sessions": 1}
+    return [{**one, "counters": False} if i else one for i in range(protocol.get("sessions", 1))]
+
+
 def isolated(measured: Measurement, how: str) -> Measurement:
     """``measured``, saying how the point was isolated."""
     return measured.model_copy(update={"isolation": how})
@@ -148,8 +130,7 @@ def isolated(measured: Measurement, how: str) -> Measurement:
 # name -> executor class (or any callable taking keyword options): the entry points
 EXECUTORS: Registry = Registry(GROUP)
 
-# A fresh worker per session: in-process a point reads whatever the points before it left, and
-# sessions in one process share what that process drew (docs/guide/sweep.md, "Isolation").
+# in-process a point reads whatever the points before it left (docs/guide/sweep.md, "Isolation")
 DEFAULT = FreshWorker.name
 
 
@@ -189,13 +170,11 @@ def get_executor(
     """The executor ``name`` built with ``timeout`` and ``options`` (its own keywords). With
     ``spark_master`` or ``spark_items``, the run's Spark points go to one ``spark`` executor
     (``WithSpark``) whatever ``name`` is."""
-    if name not in EXECUTORS:
-        known = ", ".join(EXECUTORS) or STALE.format(group=GROUP)
-        raise ValueError(f"unknown executor {name!r}; choose one of {known}")
+    make = EXECUTORS.named(name, "executor")
     if name == "spark":
         given = {"master": spark_master, "items": spark_items}
         options = {**{k: v for k, v in given.items() if v is not None}, **options}
-    executor = EXECUTORS[name](timeout=timeout, **options)
+    executor = make(timeout=timeout, **options)
     if name == "spark" or (spark_master is None and spark_items is None):
         return executor
     spark = {"timeout": timeout, "spark_master": spark_master, "spark_items": spark_items}

@@ -1,12 +1,7 @@
 """The ``interpreter`` executor: each point in a fresh process of another Python, with its own
 perfsuite, frameworks and kernels (one side of ``perfsuite ab``: two venvs, two builds, or
-one interpreter with another environment).
-
-- ``run`` starts ``python -c SNIPPET POINT PROTOCOL``: ``run_point`` in that interpreter, its
-  record (plus that side's framework versions) as the last line of stdout.
-- ``turns`` starts ``python -m perfsuite.execute.turns POINT PROTOCOL`` and returns the
-  ``TurnWorker`` that talks to it: a request line in, a JSON line out (the call-interleaved
-  rounds of ``sweep.ab.measure_turns``). ``close`` kills the turn workers still open.
+one interpreter with another environment): ``run_point`` there (``SNIPPET``: the record is
+stdout's last line), or a ``TurnWorker`` for the call-interleaved rounds of ``perfsuite ab``.
 
 The other side needs perfsuite installed; only ``run_point`` and ``software_versions`` (run)
 or ``perfsuite.execute.turns`` (turns) of its own are used, so an older perfsuite there works.
@@ -26,7 +21,7 @@ import tempfile
 from pydantic import ValidationError
 
 from perfsuite.execute.executors import BaseExecutor
-from perfsuite.execute.isolation import WorkerError
+from perfsuite.execute.isolation import WorkerError, last_line
 from perfsuite.records import Measurement, Point, TurnReply, WorkerReply, dump, one_line
 
 SNIPPET = """
@@ -74,8 +69,7 @@ class Interpreter(BaseExecutor):
         except OSError as exc:
             raise WorkerError(f"{self.label}: cannot run {self.python}: {exc}") from exc
         if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise WorkerError(f"{self.label}: {point.id}: {last}")
+            raise WorkerError(f"{self.label}: {point.id}: {last_line(proc.stderr)}")
         reply = _reply(WorkerReply, proc.stdout.strip().splitlines()[-1], self.label, point.id)
         self.software = reply.software
         return reply.measurement.model_copy(update={"isolation": f"interpreter {self.python}"})
@@ -124,7 +118,7 @@ class TurnWorker:
         if not line:
             self.proc.wait()
             self.err.seek(0)
-            last = (self.err.read().strip().splitlines() or ["no output"])[-1]
+            last = last_line(self.err.read())
             if "No module named perfsuite.execute.turns" in last:
                 last += " (that side's perfsuite predates turns: use --turns 0)"
             raise WorkerError(f"{self.label}: {self.pid}: {last}")
@@ -147,7 +141,5 @@ def _reply(kind, line: str, label: str, point_id: str):
     try:
         return kind.model_validate_json(line)
     except ValidationError as exc:
-        why = one_line(exc)
-        raise WorkerError(
-            f"{label}: {point_id}: the worker's answer is not understood: {why}"
-        ) from None
+        why = f"the worker's answer is not understood: {one_line(exc)}"
+        raise WorkerError(f"{label}: {point_id}: {why}") from None

@@ -44,6 +44,11 @@ def _child(conn, fn, args, kwargs):
         conn.close()
 
 
+def last_line(text: str, default: str = "no output") -> str:
+    """The last line a failed process wrote: its one-line reason."""
+    return (text.strip().splitlines() or [default])[-1]
+
+
 def _describe_exit(code: int | None) -> str:
     if code is None:
         return "still running"

@@ -204,10 +204,8 @@ class SparkExecutor(BaseExecutor):
             for old in self._broadcast.values():  # one model's files on the executors at a time
                 old.unpersist()
             self._broadcast.clear()
-            files = {path.name: path.read_bytes()}
-            weights = path.with_suffix(".bin")  # OpenVINO IR keeps its weights beside the xml
-            if weights.exists():
-                files[weights.name] = weights.read_bytes()
+            # an OpenVINO IR keeps its weights beside the xml
+            files = {p.name: p.read_bytes() for p in (path, path.with_suffix(".bin")) if p.exists()}
             self._broadcast[path] = self.spark.sparkContext.broadcast(files)
         return self._broadcast[path]
 
@@ -239,10 +237,8 @@ class SparkExecutor(BaseExecutor):
         job["key"] = hashlib.sha256(
             repr((*built_from, sorted(options.items()))).encode()
         ).hexdigest()
-        spark = self.spark
-        self._bind(point.numa_node)
-        group = f"perfsuite-{point.id}"
-        with Deadline(spark.sparkContext, self.timeout, group) as deadline:
+        self._bind(point.numa_node)  # starts the SparkSession
+        with Deadline(self.spark.sparkContext, self.timeout, f"perfsuite-{point.id}") as deadline:
             try:
                 return self._measure(point, protocol, model, variant, job)
             except WorkerError:

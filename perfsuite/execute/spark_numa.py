@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from perfsuite.writing import atomic_write_text
 
 ENV_NODE = "PERFSUITE_NUMA_NODE"
 
@@ -30,7 +31,6 @@ def wrapper_script(node: int, python: str, folder: Path, numactl: str | None = N
         raise NumaUnavailable(
             "a NUMA-bound Spark point needs numactl (apt install numactl); none on PATH"
         )
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"python-node{node}.sh"
     text = (
         "#!/bin/sh\n"
@@ -39,10 +39,7 @@ def wrapper_script(node: int, python: str, folder: Path, numactl: str | None = N
         f'exec {shlex.quote(numactl)} --cpunodebind="$node" --membind="$node" '
         f'{shlex.quote(python)} "$@"\n'
     )
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    tmp.replace(path)
+    atomic_write_text(path, text, executable=True)
     return path
 
 

@@ -71,16 +71,9 @@ def session(job: dict):
 
 
 def _meta(started: float, build_s: float, items: int, settings: dict) -> str:
-    return json.dumps(
-        {
-            "elapsed_s": time.perf_counter() - started,
-            "build_s": build_s,
-            "items": items,
-            "settings": settings,
-            **_binding(),
-        },
-        default=str,
-    )
+    elapsed_s = time.perf_counter() - started
+    meta = {"elapsed_s": elapsed_s, "build_s": build_s, "items": items, "settings": settings}
+    return json.dumps({**meta, **_binding()}, default=str)
 
 
 def infer_partition(job: dict):
@@ -90,9 +83,11 @@ def infer_partition(job: dict):
     import pyarrow as pa  # optional (perfsuite[frameworks]); only Spark's workers need it
 
     shape = tuple(job["shape"])
+    schema = pa.schema(  # SCHEMA_DDL in Arrow types
+        {"idx": pa.int64(), "out": pa.binary(), "latency_s": pa.float64(), "meta": pa.string()}
+    )
 
     def batch(*columns) -> pa.RecordBatch:
-        schema = arrow_schema()
         return pa.RecordBatch.from_pydict(
             dict(zip(schema.names, columns, strict=True)), schema=schema
         )
@@ -114,14 +109,6 @@ def infer_partition(job: dict):
         yield batch([-1], [b""], [None], [_meta(started, build_s, items, dict(sess.settings))])
 
     return run
-
-
-def arrow_schema():
-    import pyarrow as pa  # optional (perfsuite[frameworks]); only Spark's workers need it
-
-    return pa.schema(
-        {"idx": pa.int64(), "out": pa.binary(), "latency_s": pa.float64(), "meta": pa.string()}
-    )
 
 
 SCHEMA_DDL = "idx long, out binary, latency_s double, meta string"

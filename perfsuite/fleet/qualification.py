@@ -5,7 +5,6 @@ scores the fleet (``scoring``)."""
 
 from __future__ import annotations
 
-import json
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks
 from perfsuite.qualify.here import qualify_here
 from perfsuite.store.database import open_history
-from perfsuite.writing import atomic_write_text
+from perfsuite.writing import atomic_write_text, write_json
 
 
 def qualify_task(payload: dict) -> dict:
@@ -28,7 +27,7 @@ def qualify_task(payload: dict) -> dict:
     if ref is None and not payload["no_reference"]:
         ref = checks.load_reference(None, fp.hardware_class)
     report, _ = qualify_here(quick=payload["quick"], reference=ref, fp=fp)
-    page = checks.html(report.checks, f"qualification of {payload['label']}")
+    page = checks.html(report.checks, f"qualification of {socket.gethostname()}")
     return {"report": records.dump(report), "html": page}
 
 
@@ -55,7 +54,7 @@ def qualify_fleet(
         "reference": reference and records.dump(reference),
         "no_reference": no_reference,
     }
-    results = run_on_hosts(master, hosts, _task_with_label, payload, host_cores=host_cores)
+    results = run_on_hosts(master, hosts, qualify_task, payload, host_cores=host_cores)
     run = FleetRun({}, {}, {})
     for r in results:
         if r.error or not r.value:
@@ -65,16 +64,11 @@ def qualify_fleet(
         # loopback "hosts" share a hostname: the fleet tells them apart by executor
         report = report.model_copy(update={"fingerprint": report.fingerprint.on_host(r.host)})
         folder = out / r.host.replace("/", "_")
-        atomic_write_text(folder / "qualification.json", json.dumps(records.dump(report), indent=1))
         atomic_write_text(folder / "qualification.html", r.value["html"])
         run.reports[r.host] = report
-        run.written[r.host] = folder / "qualification.json"
+        run.written[r.host] = write_json(folder / "qualification.json", records.dump(report))
     if run.reports:  # where results go: --store, $PERFSUITE_STORE or the default SQLite
         store = open_history(store_url)
         for host, path in run.written.items():
             store.import_qualification(path, records.dump(run.reports[host]))
     return run
-
-
-def _task_with_label(payload: dict) -> dict:
-    return qualify_task({**payload, "label": socket.gethostname()})

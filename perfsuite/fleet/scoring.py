@@ -15,6 +15,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from perfsuite.records import one_line
+
 # The rule file scores qualification metrics, and is shipped beside them (package data)
 RULES = Path(__file__).with_name("rules.toml")
 OUTLIER_Z = 3.5
@@ -54,23 +56,17 @@ def load_rules(path: Path | None = None) -> list[Rule]:
     except (tomllib.TOMLDecodeError, re.error) as exc:
         raise FleetError(f"rule file {path}: {exc}") from None
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise FleetError(f"rule file {path}: {where}: {err['msg']}") from None
+        raise FleetError(f"rule file {path}: {one_line(exc)}") from None
 
 
 def metrics(measurements: dict) -> dict[str, float]:
     """The numbers a qualification measured, flattened (``bandwidth_gbs.0``, ``fma_per_core``)."""
     out: dict[str, float] = {}
     for key, value in measurements.items():
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, (int, float)):
-            out[key] = float(value)
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    out[f"{key}.{k}"] = float(v)
+        items = value.items() if isinstance(value, dict) else [(None, value)]
+        for k, v in items:
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[key if k is None else f"{key}.{k}"] = float(v)
     return out
 
 

@@ -20,22 +20,21 @@ from perfsuite.records import load_gate_report
 from perfsuite.writing import atomic_write_text, json_default
 
 
-def _fmt_change(v: Verdict) -> str:
-    return "" if v.change is None else f"{v.change * 100:+.1f}%"
-
-
-def _fmt_ci(v: Verdict) -> str:
-    return "" if v.ci is None else f"[{v.ci[0] * 100:+.1f}%, {v.ci[1] * 100:+.1f}%]"
-
-
-def _fmt_p(v: Verdict) -> str:
-    return "" if v.p_value is None else f"{v.p_value:.2g}"
-
-
 def _confirm(v: Verdict) -> str:
     if v.verdict != "regressed":
         return ""
     return {True: "confirmed", False: "not confirmed", None: "unconfirmed"}[v.confirmed]
+
+
+def _row(v: Verdict) -> tuple[str, ...]:
+    """A verdict's change, CI, p, baseline ms, current ms and note, as the reports print them."""
+    change = "" if v.change is None else f"{v.change * 100:+.1f}%"
+    ci = "" if v.ci is None else f"[{v.ci[0] * 100:+.1f}%, {v.ci[1] * 100:+.1f}%]"
+    p = "" if v.p_value is None else f"{v.p_value:.2g}"
+    base = "" if v.baseline_median_ms is None else f"{v.baseline_median_ms:.3f}"
+    cur = "" if v.current_median_ms is None else f"{v.current_median_ms:.3f}"
+    note = " ".join(x for x in (_confirm(v), v.reason) if x)
+    return change, ci, p, base, cur, note
 
 
 def header_lines(c: Comparison, base_src: str, cur_src: str) -> list[str]:
@@ -75,11 +74,9 @@ def terminal(write, c: Comparison, base_src: str, cur_src: str) -> None:
         f"{'base ms':>9} {'curr ms':>9}  benchmark"
     )
     for v in sorted(c.verdicts, key=lambda v: (v.verdict != "regressed", v.id)):
-        base = "" if v.baseline_median_ms is None else f"{v.baseline_median_ms:.3f}"
-        cur = "" if v.current_median_ms is None else f"{v.current_median_ms:.3f}"
-        extra = " ".join(x for x in (_confirm(v), v.reason) if x)
+        change, ci, p, base, cur, extra = _row(v)
         write(
-            f"{v.verdict:<12} {_fmt_change(v):>8} {_fmt_ci(v):>18} {_fmt_p(v):>9} "
+            f"{v.verdict:<12} {change:>8} {ci:>18} {p:>9} "
             f"{base:>9} {cur:>9}  {v.id}{'  (' + extra + ')' if extra else ''}"
         )
 
@@ -93,13 +90,8 @@ def markdown(c: Comparison, base_src: str, cur_src: str) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for v in sorted(c.verdicts, key=lambda v: (v.verdict != "regressed", v.id)):
-        base = "" if v.baseline_median_ms is None else f"{v.baseline_median_ms:.3f}"
-        cur = "" if v.current_median_ms is None else f"{v.current_median_ms:.3f}"
-        note = " ".join(x for x in (_confirm(v), v.reason) if x)
-        out.append(
-            f"| {v.verdict} | `{v.id}` | {_fmt_change(v)} | {_fmt_ci(v)} | {_fmt_p(v)} "
-            f"| {base} | {cur} | {note} |"
-        )
+        change, ci, p, base, cur, note = _row(v)
+        out.append(f"| {v.verdict} | `{v.id}` | {change} | {ci} | {p} | {base} | {cur} | {note} |")
     return "\n".join(out) + "\n"
 
 
@@ -110,7 +102,8 @@ def junit(c: Comparison, fail_on: str) -> str:
     )
     for v in c.verdicts:
         case = ET.SubElement(suite, "testcase", classname="perfsuite", name=v.id)
-        text = f"{v.verdict} {_fmt_change(v)} CI {_fmt_ci(v)} p={_fmt_p(v)} {v.reason}".strip()
+        change, ci, p, *_ = _row(v)
+        text = f"{v.verdict} {change} CI {ci} p={p} {v.reason}".strip()
         if v.id in failing:
             ET.SubElement(case, "failure", message=text, type=v.verdict).text = text
         elif v.verdict in ("new", "missing", "incomparable", "unstable", "error"):
@@ -126,6 +119,36 @@ def png(fig: Figure) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
+def latency_boxes(name: str, title: str, samples_ms: list, labels: list[str], height: float):
+    """Latency distributions, a box per label: ``[(name, data URI)]``, or [] with none."""
+    if not labels:
+        return []
+    fig = Figure(figsize=(9, max(2.5, height)))
+    ax = fig.subplots()
+    ax.boxplot(samples_ms, orientation="horizontal", showfliers=False)
+    ax.set_yticks(range(1, len(labels) + 1), labels, fontsize=6)
+    ax.set_xscale("log")
+    ax.set_xlabel("latency per call, ms (log)")
+    ax.set_title(title)
+    return [(name, png(fig))]
+
+
+def throughput_vs_threads(groups: dict[str, list[tuple[int, float]]]):
+    """A line per group of 2+ (threads, items/s): ``[(name, data URI)]``, or [] with none."""
+    lines = {key: sorted(pts) for key, pts in sorted(groups.items()) if len(pts) > 1}
+    if not lines:
+        return []
+    fig = Figure(figsize=(7, 4))
+    ax = fig.subplots()
+    for key, pts in lines.items():
+        ax.plot([t for t, _ in pts], [v for _, v in pts], marker="o", label=key)
+    ax.set_xlabel("threads")
+    ax.set_ylabel("items/s")
+    ax.legend(fontsize=6)
+    ax.set_title("throughput vs threads")
+    return [("Throughput vs threads", png(fig))]
+
+
 def html_report(
     c: Comparison,
     base_samples: dict,
@@ -134,37 +157,18 @@ def html_report(
     base_src: str,
     cur_src: str,
 ) -> str:
-    figs = []
     ids = [v.id for v in c.verdicts if v.id in base_samples and v.id in cur_samples]
-    if ids:
-        fig = Figure(figsize=(9, max(2.5, 0.35 * len(ids))))
-        ax = fig.subplots()
-        data = [side[i] * 1e3 for i in ids for side in (base_samples, cur_samples)]
-        labels = [f"{i} ({side})" for i in ids for side in ("base", "curr")]
-        ax.boxplot(data, orientation="horizontal", showfliers=False)
-        ax.set_yticks(range(1, len(labels) + 1), labels, fontsize=6)
-        ax.set_xscale("log")
-        ax.set_xlabel("latency per call, ms (log)")
-        ax.set_title("baseline vs current distributions")
-        figs.append(("Distributions", png(fig)))
+    data = [side[i] * 1e3 for i in ids for side in (base_samples, cur_samples)]
+    labels = [f"{i} ({side})" for i in ids for side in ("base", "curr")]
+    title = "baseline vs current distributions"
+    figs = latency_boxes("Distributions", title, data, labels, 0.35 * len(ids))
     groups: dict = {}
     for pid, s in cur_stats.items():
         parts = pid.split("-")
         if len(parts) >= 6 and parts[3].startswith("t"):
             key = "-".join(parts[:3])
             groups.setdefault(key, []).append((int(parts[3][1:]), s.throughput_ips))
-    if any(len(v) > 1 for v in groups.values()):
-        fig = Figure(figsize=(7, 4))
-        ax = fig.subplots()
-        for key, pts in sorted(groups.items()):
-            if len(pts) > 1:
-                pts.sort()
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=key)
-        ax.set_xlabel("threads")
-        ax.set_ylabel("items/s")
-        ax.legend(fontsize=6)
-        ax.set_title("throughput vs threads")
-        figs.append(("Throughput vs threads", png(fig)))
+    figs += throughput_vs_threads(groups)
     ratios = {}
     for pid, s in cur_stats.items():
         parts = pid.split("-")
@@ -182,12 +186,14 @@ def html_report(
         ax.set_xlabel("throughput relative to FP32")
         ax.set_title("INT8/FP32 ratios")
         figs.append(("INT8/FP32", png(fig)))
-    rows = "".join(
-        f"<tr class='{html.escape(v.verdict)}'><td>{html.escape(v.verdict)}</td>"
-        f"<td><code>{html.escape(v.id)}</code></td><td>{_fmt_change(v)}</td><td>{_fmt_ci(v)}"
-        f"</td><td>{_fmt_p(v)}</td><td>{html.escape(_confirm(v) + ' ' + v.reason)}</td></tr>"
-        for v in sorted(c.verdicts, key=lambda v: (v.verdict != "regressed", v.id))
-    )
+    rows = ""
+    for v in sorted(c.verdicts, key=lambda v: (v.verdict != "regressed", v.id)):
+        change, ci, p, *_ = _row(v)
+        rows += (
+            f"<tr class='{html.escape(v.verdict)}'><td>{html.escape(v.verdict)}</td>"
+            f"<td><code>{html.escape(v.id)}</code></td><td>{change}</td><td>{ci}</td><td>{p}"
+            f"</td><td>{html.escape(_confirm(v) + ' ' + v.reason)}</td></tr>"
+        )
     head = "".join(f"<li>{html.escape(x)}</li>" for x in header_lines(c, base_src, cur_src))
     imgs = "".join(
         f"<h2>{html.escape(t)}</h2><img src='{src}' alt='{html.escape(t)}'>" for t, src in figs

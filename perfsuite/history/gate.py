@@ -6,7 +6,7 @@ which catch a step that one night's comparison let pass. A point with too little
 falls back to a stored baseline when one is given, and says how many runs it still needs.
 
 Why history rather than a committed baseline: a class with no baseline starts gating after
-its first nights, and an accepted change (``perfsuite db annotate --accepted``) restarts the
+its first nights, and an accepted change (``perfsuite db annotate --accept``) restarts the
 series instead of needing a new file in a pull request.
 """
 

@@ -76,9 +76,7 @@ FIELD_CLASSES: dict[str, str] = {
 
 def field_class(key: str) -> str:
     """A field's class; software.* versions (one per framework distribution) are informational."""
-    if key.startswith("software."):
-        return FIELD_CLASSES.get(key, INFO)
-    return FIELD_CLASSES[key]
+    return FIELD_CLASSES.get(key, INFO) if key.startswith("software.") else FIELD_CLASSES[key]
 
 
 def collect_cpu(topo: Topology) -> dict:
@@ -106,16 +104,13 @@ def collect_cpu(topo: Topology) -> dict:
 
 
 def collect_caches(topo: Topology) -> dict:
-    def size(key):
-        level = topo.caches.get(key)
-        return level.size_bytes if level else None
-
+    size = {key: level.size_bytes for key, level in topo.caches.items()}
     domains = topo.l3_domains
     return {
-        "cache.l1d_bytes": size("L1d"),
-        "cache.l1i_bytes": size("L1i"),
-        "cache.l2_bytes": size("L2"),
-        "cache.l3_bytes": size("L3"),
+        "cache.l1d_bytes": size.get("L1d"),
+        "cache.l1i_bytes": size.get("L1i"),
+        "cache.l2_bytes": size.get("L2"),
+        "cache.l3_bytes": size.get("L3"),
         "cache.l3_domain_count": len(domains) if domains else None,
         "cache.l3_domains": [format_cpulist(d) for d in domains] if domains else None,
     }
@@ -194,9 +189,7 @@ def collect_frequency(reader: Reader, topo: Topology) -> dict:
 
 
 def collect_memory(reader: Reader) -> dict:
-    raw = reader.text("proc/meminfo", note="memory")
-    m = re.search(r"MemTotal:\s+(\d+)\s*kB", raw or "")
-    return {"memory.total_bytes": int(m.group(1)) * 1024 if m else None}
+    return {"memory.total_bytes": reader.mem_total("proc/meminfo", note="memory")}
 
 
 def _dist_version(name: str) -> str | None:
@@ -214,9 +207,8 @@ def collect_software() -> dict:
 
         libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
         # scipy may load its own OpenBLAS too; numpy's is the one matmul uses.
-        libs.sort(key=lambda i: "numpy" not in (i.get("filepath") or ""))
-        if libs:
-            lib = libs[0]
+        lib = min(libs, key=lambda i: "numpy" not in (i.get("filepath") or ""), default=None)
+        if lib:
             blas = f"{lib.get('internal_api')} {lib.get('version')} ({lib.get('architecture')})"
     except Exception as exc:  # threadpoolctl inspects loaded libraries; never fatal here
         blas = f"unknown ({exc.__class__.__name__})"

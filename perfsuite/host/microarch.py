@@ -22,10 +22,8 @@ AMD_MODEL_RANGES = (
 def amd_microarchitecture(family: int | None, model: int | None) -> str | None:
     if family is None or model is None:
         return None
-    for fam, lo, hi, name in AMD_MODEL_RANGES:
-        if family == fam and lo <= model <= hi:
-            return name
-    return None
+    names = (name for fam, lo, hi, name in AMD_MODEL_RANGES if family == fam and lo <= model <= hi)
+    return next(names, None)
 
 
 def microarchitecture_by_flags(vendor: str | None, flags) -> str | None:
@@ -42,14 +40,12 @@ def microarchitecture_by_flags(vendor: str | None, flags) -> str | None:
         features.add("sse3")
     info = partial_uarch(vendor=vendor, features=features)
     candidates = [t for t in TARGETS.values() if compatibility_check_for_x86_64(info, t)]
-    if not candidates:
-        return None
-    return max(candidates, key=lambda t: (len(t.ancestors), len(t.features))).name
+    best = max(candidates, key=lambda t: (len(t.ancestors), len(t.features)), default=None)
+    return best.name if best else None
 
 
 def microarchitecture(vendor, family, model, flags) -> tuple[str | None, str | None]:
     """(name used for matching, archspec's flag-based name for reference)."""
     by_flags = microarchitecture_by_flags(vendor, flags)
-    if vendor == "AuthenticAMD":
-        return amd_microarchitecture(family, model) or by_flags, by_flags
-    return by_flags, by_flags
+    amd = amd_microarchitecture(family, model) if vendor == "AuthenticAMD" else None
+    return amd or by_flags, by_flags

@@ -1,17 +1,11 @@
-"""Placement plans from the host topology: where a benchmark's threads and memory go.
-
-- ``node``: the CPUs and memory of one NUMA node (numactl --cpunodebind=N --membind=N);
-- ``cpus``: an explicit CPU list (must be online);
-- ``shards``: one worker per NUMA node, or per L3 domain (CCX/CCD), the article's multi-socket
-  recipe;
-- ``choose_cpus``: n threads placed ``compact`` (fill one L3 domain's physical cores first,
-  SMT siblings last) or ``spread`` (round-robin over L3 domains, one thread per core first);
-- ``matrix``: every (CPU node, memory node) pair, for local vs remote measurements.
-"""
+"""Placement plans from the host topology: where a benchmark's threads and memory go (one
+NUMA node, a CPU list, shards per node or L3 domain, n threads compact or spread, and the
+local-remote matrix)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import zip_longest
 
 from perfsuite.host.topology import Topology, format_cpulist
 
@@ -41,6 +35,7 @@ def _nodes(topo: Topology) -> dict:
 
 
 def node(topo: Topology, n: int) -> Placement:
+    """The CPUs and memory of NUMA node ``n`` (numactl --cpunodebind=N --membind=N)."""
     nodes = _nodes(topo)
     if n not in nodes:
         raise PlacementError(f"NUMA node {n} does not exist (nodes: {format_cpulist(nodes)})")
@@ -50,6 +45,7 @@ def node(topo: Topology, n: int) -> Placement:
 
 
 def cpus(topo: Topology, wanted: list[int], mem_nodes: tuple[int, ...] | None = None) -> Placement:
+    """An explicit list of online CPUs."""
     online = set(topo.online or ())
     outside = sorted(set(wanted) - online)
     if not wanted:
@@ -66,7 +62,8 @@ def node_of_cpu(topo: Topology) -> dict[int, int]:
 
 
 def shards(topo: Topology, by: str = "node") -> list[Placement]:
-    """One placement per NUMA node with CPUs ('node') or per L3 domain ('l3')."""
+    """One placement per NUMA node with CPUs ('node') or per L3 domain ('l3', a CCX/CCD): the
+    article's multi-socket recipe."""
     if by == "node":
         return [node(topo, n) for n, info in sorted(_nodes(topo).items()) if info.cpus]
     if by == "l3":
@@ -82,24 +79,18 @@ def shards(topo: Topology, by: str = "node") -> list[Placement]:
     raise PlacementError(f"shards by {by!r}: use 'node' or 'l3'")
 
 
-def _cores(topo: Topology, allowed: list[int]) -> list[list[int]]:
+def _cores(topo: Topology, allowed: list[int]) -> list[tuple[int, ...]]:
     """Allowed CPUs grouped by physical core, in CPU order (SMT siblings together)."""
-    seen, groups = set(), []
     l2 = topo.caches.get("L2")
     # Zen: L2 is per core, so its sharing list = SMT siblings
     siblings = {c: dom for dom in (l2.domains if l2 else ()) for c in dom}
-    for c in sorted(allowed):
-        if c in seen:
-            continue
-        group = [x for x in siblings.get(c, (c,)) if x in allowed]
-        seen.update(group)
-        groups.append(group)
-    return groups
+    groups = (tuple(x for x in siblings.get(c, (c,)) if x in allowed) for c in sorted(allowed))
+    return list(dict.fromkeys(groups))
 
 
 def choose_cpus(topo: Topology, allowed: list[int], n: int, policy: str = "compact") -> list[int]:
     """n CPUs out of ``allowed``: first threads of cores before SMT siblings; 'compact' fills
-    one L3 domain before the next, 'spread' alternates between L3 domains."""
+    one L3 domain's physical cores before the next, 'spread' alternates between L3 domains."""
     if n < 1 or n > len(allowed):
         raise PlacementError(f"cannot place {n} threads on {len(allowed)} CPU(s)")
     if policy not in ("compact", "spread"):
@@ -110,11 +101,8 @@ def choose_cpus(topo: Topology, allowed: list[int], n: int, policy: str = "compa
     order: list[int] = []
     for smt_level in range(max(len(c) for dom in per_dom for c in dom)):
         level = [[c[smt_level] for c in dom if len(c) > smt_level] for dom in per_dom]
-        if policy == "compact":
-            order += [c for dom in level for c in dom]
-        else:
-            for i in range(max(len(dom) for dom in level)):
-                order += [dom[i] for dom in level if i < len(dom)]
+        by_turn = level if policy == "compact" else zip_longest(*level)
+        order += [c for group in by_turn for c in group if c is not None]
     return sorted(order[:n])
 
 

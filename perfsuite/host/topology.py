@@ -85,6 +85,11 @@ class Reader:
             self.notes.append(f"{note or rel}: malformed cpulist {raw!r}")
             return None
 
+    def mem_total(self, rel: str, *, note: str) -> int | None:
+        """MemTotal of a meminfo file, in bytes."""
+        m = re.search(r"MemTotal:\s+(\d+)\s*kB", self.text(rel, note=note) or "")
+        return int(m.group(1)) * 1024 if m else None
+
 
 @dataclass(frozen=True)
 class CacheLevel:
@@ -216,11 +221,7 @@ def _read_numa(reader: Reader) -> tuple[NumaNode, ...] | None:
     nodes = []
     for n in ids:
         cpus = reader.cpulist(f"{NODE_DIR}/node{n}/cpulist", note=f"NUMA node {n} CPUs") or []
-        mem = None
-        meminfo = reader.text(f"{NODE_DIR}/node{n}/meminfo", note=f"NUMA node {n} memory")
-        if meminfo:
-            m = re.search(r"MemTotal:\s+(\d+)\s*kB", meminfo)
-            mem = int(m.group(1)) * 1024 if m else None
+        mem = reader.mem_total(f"{NODE_DIR}/node{n}/meminfo", note=f"NUMA node {n} memory")
         if not cpus:
             reader.notes.append(f"NUMA node {n} has no CPUs (memory-only or all CPUs offline)")
         nodes.append(NumaNode(node=n, cpus=tuple(cpus), mem_total_bytes=mem))

@@ -42,38 +42,31 @@ def run_batches(
     return np.concatenate(outs)
 
 
-def evaluate(
-    model: ModelInfo,
-    variant: Prepared,
-    framework: str,
-    sqnr_floor_db: float | None = None,
-    max_drop_points: float = MAX_TOP1_DROP_POINTS,
-) -> Accuracy:
+def evaluate(model: ModelInfo, variant: Prepared, framework: str) -> Accuracy:
     """Compare ``variant`` with the FP32 model on the same framework."""
-    if model.name == "digits_mlp":
-        _, x_test, _, y_test = digits_split()
-        batch = len(x_test)  # one static batch: OpenVINO compiles for a fixed size
-        ref = run_batches(framework, model.path, {}, x_test, model.input_name, batch)
-        out = run_batches(
-            framework, variant.path, variant.framework_options, x_test, model.input_name, batch
-        )
+    digits = model.name == "digits_mlp"
+    if digits:
+        _, x, _, y_test = digits_split()
+        batch = len(x)  # one static batch: OpenVINO compiles for a fixed size
+    else:
+        x = model.inputs(8 if model.flops_per_item > 1e9 else 32, seed=99)[model.input_name]
+        batch = 1
+    ref = run_batches(framework, model.path, {}, x, model.input_name, batch)
+    out = run_batches(
+        framework, variant.path, variant.framework_options, x, model.input_name, batch
+    )
+    if digits:
         acc_fp32 = float((ref.argmax(1) == y_test).mean() * 100)
         acc_q = float((out.argmax(1) == y_test).mean() * 100)
         drop = acc_fp32 - acc_q
         return Accuracy(
             metric="top1_drop_points",
             value=drop,
-            threshold=max_drop_points,
-            passed=bool(drop <= max_drop_points),
+            threshold=MAX_TOP1_DROP_POINTS,
+            passed=bool(drop <= MAX_TOP1_DROP_POINTS),
             detail={"top1_fp32": acc_fp32, "top1_variant": acc_q, "samples": int(len(y_test))},
         )
-    n = 8 if model.flops_per_item > 1e9 else 32
-    x = model.inputs(n, seed=99)[model.input_name]
-    ref = run_batches(framework, model.path, {}, x, model.input_name, 1)
-    out = run_batches(framework, variant.path, variant.framework_options, x, model.input_name, 1)
-    floor = sqnr_floor_db
-    if floor is None:
-        floor = THRESHOLDS.get(model.name, THRESHOLDS["default"])
+    floor = THRESHOLDS.get(model.name, THRESHOLDS["default"])
     db = centred_sqnr_db(ref, out)
     raw_cos = float(
         np.dot(ref.ravel(), out.ravel()) / (np.linalg.norm(ref) * np.linalg.norm(out) + 1e-30)
@@ -83,5 +76,5 @@ def evaluate(
         value=float(db),
         threshold=float(floor),
         passed=bool(db >= floor),
-        detail={"samples": n, "raw_cosine": raw_cos},
+        detail={"samples": len(x), "raw_cosine": raw_cos},
     )

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from perfsuite.writing import atomic_write_bytes, atomic_write_text  # noqa: F401 (zoo uses bytes)
+from perfsuite.writing import atomic_write_bytes, write_json  # noqa: F401 (zoo uses bytes)
 
 ENV = "PERFSUITE_CACHE"
 
@@ -64,7 +64,7 @@ def seal(path: Path, companions: tuple[Path, ...] = (), meta: dict | None = None
     files = {
         p.name: {"size": p.stat().st_size, "sha256": file_sha256(p)} for p in (path, *companions)
     }
-    atomic_write_text(_manifest(path), json.dumps({"files": files, "meta": meta or {}}, indent=1))
+    write_json(_manifest(path), {"files": files, "meta": meta or {}})
 
 
 def read_meta(path: Path) -> dict:

@@ -7,9 +7,6 @@ through ``pytest11`` the same way). perfsuite declares its own in its pyproject.
   with keyword options (``timeout`` at least).
 
 A package declares its own the same way (docs/design/architecture.md, "Where a change goes").
-A ``Registry`` is one group's mapping: it reads the entry points on first use and again when
-``sys.path`` changed, and keeps what was registered at run time (a ``Backend`` subclass
-defined in a conftest; ``runtime_only`` names those that no entry point declares).
 """
 
 from __future__ import annotations
@@ -30,7 +27,8 @@ STALE = (
 
 
 class Registry(MutableMapping):
-    """name -> object of one entry-point group, plus run-time registrations.
+    """name -> object of one entry-point group (read on first use and again when ``sys.path``
+    changed), plus run-time registrations (a conftest's ``Backend`` subclass).
 
     ``make`` turns what an entry point names into the registered object (a class into its
     instance, say). Entries registered at run time win over entry points of the same name
@@ -65,10 +63,12 @@ class Registry(MutableMapping):
                 )
         return found
 
-    def require(self) -> None:
-        """Raise when the group is empty: perfsuite's own entries are always declared."""
-        if not self._entries():
-            raise LookupError(STALE.format(group=self.group))
+    def named(self, name: str, what: str):
+        """The entry ``name``; a ValueError listing the known ones when there is none."""
+        if name not in self:
+            known = ", ".join(self) or STALE.format(group=self.group)
+            raise ValueError(f"unknown {what} {name!r}; choose one of {known}")
+        return self[name]
 
     def runtime_only(self) -> dict:
         """Entries registered at run time that no entry point declares (a conftest's)."""

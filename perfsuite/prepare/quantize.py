@@ -1,11 +1,5 @@
-"""Precisions and the quantization paths that produce them, cached like models
-(docs/guide/inference.md, "Precisions"):
-
-- fp32: the model as built; bf16: the same, run with OpenVINO's INFERENCE_PRECISION_HINT=bf16;
-- int8_dynamic: ORT ``quantize_dynamic(fp32, int8, weight_type=QuantType.QInt8)``, the article's;
-- int8_static: ORT ``quant_pre_process``, then ``quantize_static``: QDQ, per-channel s8 weights,
-  u8 activations; int8_static_rr: the same with ``reduce_range=True`` (7-bit weights);
-- int8_nncf: OpenVINO IR quantized by NNCF ``nncf.quantize`` (OpenVINO only).
+"""Precisions and the quantization paths that produce them, cached like models (what each
+one is: docs/guide/inference.md, "Precisions").
 
 Each is a ``Quantizer`` in the ``perfsuite.precisions`` entry-point group
 (``perfsuite.prepare.extensions``), or added at run time by ``register_precision``. The
@@ -21,13 +15,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-import numpy as np
-
 from perfsuite.kernels import cpu_features
 from perfsuite.prepare import cache
 from perfsuite.prepare.backends import get_backend
 from perfsuite.prepare.extensions import PRECISIONS as GROUP
-from perfsuite.prepare.extensions import STALE, Registry
+from perfsuite.prepare.extensions import Registry
 from perfsuite.prepare.models import ModelInfo
 from perfsuite.prepare.models.zoo import digits_split
 
@@ -47,16 +39,12 @@ class Prepared:
 
 def calibration_inputs(model: ModelInfo, count: int | None = None, seed: int = 1234) -> list[dict]:
     """Calibration batches (batch 1): the training split for the digits classifier, seeded
-    synthetic inputs for random-weight models."""
+    synthetic inputs (``ModelInfo.inputs``) for random-weight models."""
     if model.name == "digits_mlp":
-        x_train = digits_split()[0]
-        return [{model.input_name: x_train[i : i + 1]} for i in range(count or 128)]
-    rng = np.random.default_rng(seed)
-    n = count or (8 if model.flops_per_item > 1e9 else 32)
-    return [
-        {model.input_name: rng.standard_normal((1, *model.input_shape)).astype(np.float32)}
-        for _ in range(n)
-    ]
+        x = digits_split()[0][: count or 128]
+    else:
+        x = model.inputs(count or (8 if model.flops_per_item > 1e9 else 32), seed)[model.input_name]
+    return [{model.input_name: x[i : i + 1]} for i in range(len(x))]
 
 
 def _reader(batches: list[dict]):
@@ -135,10 +123,11 @@ def _nncf(model: ModelInfo, target: Path) -> dict:
     return {}
 
 
+NO_BF16 = "bf16 needs avx512_bf16 or AMX; this CPU has neither"
+
+
 def _bf16_missing() -> str | None:
-    if cpu_features().get("avx512_bf16"):
-        return None
-    return "bf16 needs avx512_bf16 or AMX; this CPU has neither"
+    return None if cpu_features().get("avx512_bf16") else NO_BF16
 
 
 @dataclass(frozen=True)
@@ -178,13 +167,10 @@ def register_precision(name: str, quantizer: Quantizer) -> None:
 
 def prepare(model: ModelInfo, precision: str, framework: str) -> Prepared:
     """The model file for (precision, framework), building and caching it when needed."""
-    if precision not in QUANTIZERS:
-        known = ", ".join(QUANTIZERS) or STALE.format(group=GROUP)
-        raise ValueError(f"unknown precision {precision!r}; choose one of {known}")
-    reason = get_backend(framework).why_not(precision) or QUANTIZERS[precision].missing()
+    q = QUANTIZERS.named(precision, "precision")
+    reason = get_backend(framework).why_not(precision) or q.missing()
     if reason:
         raise Unsupported(reason)
-    q = QUANTIZERS[precision]
     if q.build is None:
         return Prepared(model.path, precision, dict(q.framework_options))
     path = cache.cached(

@@ -22,7 +22,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from perfsuite import records
-from perfsuite.writing import atomic_write_text
+from perfsuite.writing import write_json
 
 SCHEMA = records.BASELINE
 LOCK_TIMEOUT_S = 600.0  # another run's save takes well under a second; a stuck lock is named
@@ -189,17 +189,16 @@ def save(root: Path, fingerprint, profile: str, results: list[records.Result], *
     lock = FileLock(str(path) + ".lock")
     t0 = time.monotonic()
     try:
-        lock.acquire(timeout=LOCK_TIMEOUT_S)
-    except Timeout:
+        with lock.acquire(timeout=LOCK_TIMEOUT_S):
+            waited = time.monotonic() - t0
+            old = load(path) if path.exists() else None
+            new, added, existing = merged(
+                old, fingerprint, profile, results, where=str(path), **how
+            )
+            write_json(path, records.dump(new), sort_keys=True)
+            return Saved(path, added, existing, waited)
+    except Timeout:  # only the lock's acquire raises it
         raise BaselineError(
             f"{path} is locked by another perfsuite run (lock file {lock.lock_file}) for "
             f"more than {LOCK_TIMEOUT_S:.0f} s; nothing saved"
         ) from None
-    try:
-        waited = time.monotonic() - t0
-        old = load(path) if path.exists() else None
-        new, added, existing = merged(old, fingerprint, profile, results, where=str(path), **how)
-        atomic_write_text(path, json.dumps(records.dump(new), indent=1, sort_keys=True))
-        return Saved(path, added, existing, waited)
-    finally:
-        lock.release()

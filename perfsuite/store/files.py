@@ -19,7 +19,7 @@ from pathlib import Path
 from perfsuite import records
 from perfsuite.store import baseline as baseline_file
 from perfsuite.store.baseline import BaselineError, Saved
-from perfsuite.writing import atomic_write_text
+from perfsuite.writing import write_json
 
 SUMMARY = "summary.json"
 
@@ -51,14 +51,10 @@ class RunDir:
 
     def write_result(self, result: records.Result) -> Path:
         folder, suffix = ("remeasured", ".remeasure") if result.remeasure else ("points", "")
-        path = self.path / folder / f"{result.id}{suffix}.json"
-        atomic_write_text(path, json.dumps(records.dump(result), indent=1))
-        return path
+        return write_json(self.path / folder / f"{result.id}{suffix}.json", records.dump(result))
 
     def write_summary(self, summary: records.RunSummary) -> Path:
-        path = self.path / SUMMARY
-        atomic_write_text(path, json.dumps(records.dump(summary), indent=1))
-        return path
+        return write_json(self.path / SUMMARY, records.dump(summary))
 
     def write(self, run: records.Run) -> Path:
         for result in run.results:
@@ -124,9 +120,8 @@ class FileStore:
 
     def runs(self) -> list[Path]:
         """Run directories, oldest first."""
-        if not self.root.is_dir():
-            return []
-        return sorted(p for p in self.root.iterdir() if (p / SUMMARY).is_file())
+        found = self.root.iterdir() if self.root.is_dir() else ()
+        return sorted(p for p in found if (p / SUMMARY).is_file())
 
     def baseline_location(self, hardware_class: str, profile: str) -> str:
         return str(baseline_file.path_for(self.root, hardware_class, profile))

@@ -4,15 +4,12 @@ same machine in the same minutes; B is judged against A on the per-round ratios
 (``perfsuite.gate.paired``). Two venvs with different onnxruntime or openvino versions, two
 builds of the kernels, or one interpreter with a different environment (``--b-env``).
 
-Each side is an ``interpreter`` executor (``perfsuite.execute.interpreter``): it must have
-perfsuite installed, and the measurement is ``run_point`` in that interpreter (or, in turns,
-its ``perfsuite.execute.turns`` worker), so the framework versions, the kernels and the
-Python are that side's own.
+Each side is an ``interpreter`` executor (``perfsuite.execute.interpreter``), so the
+framework versions, the kernels and the Python are that side's own.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -27,7 +24,7 @@ from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.measure import summarize
 from perfsuite.gate.paired import judge_ratios
 from perfsuite.records import Point
-from perfsuite.writing import atomic_write_text
+from perfsuite.writing import write_json
 
 
 @dataclass(frozen=True)
@@ -57,8 +54,7 @@ class Measured:
 def measure(side: Side, point: Point, protocol: dict, timeout: float) -> Measured:
     """One fresh process of ``side`` measuring ``point``."""
     with side.executor(timeout) as executor:
-        measured = executor.run(point, protocol)
-        return Measured(measured, executor.software)
+        return Measured(executor.run(point, protocol), executor.software)
 
 
 def measure_turns(a: Side, b: Side, point: Point, protocol: dict, turns: int, turn_s: float,
@@ -67,13 +63,9 @@ def measure_turns(a: Side, b: Side, point: Point, protocol: dict, turns: int, tu
     after the other, so neither warms up beside the other), one untimed turn each (the
     other's set-up left the caches cold), then ``turns`` timed turns each, the side that
     goes first alternating. Returns ``{side: result}``; each result's protocol has the
-    median of every turn (``turn_medians_s``), which ``round_ratio`` pairs.
-
-    Short turns pair best: this host switches between two speeds (ResNet-50 INT8 calls of
-    about 55 and 65-70 ms) within fractions of a second, pinned to one CPU or not. A/A
-    rounds, 10 per setting, alternated in one session (Zen 3): standard deviation of
-    ln(B/A) 0.049-0.057 with 8 turns of 0.2 s, 0.014-0.027 with 24 turns of one call, and
-    0.010-0.025 with 48."""
+    median of every turn (``turn_medians_s``), which ``round_ratio`` pairs. Short turns pair
+    best: the host changes speed within fractions of a second
+    (docs/measurements/2026-12-03-zen3-ab.md)."""
     order = (a, b) if r % 2 == 0 else (b, a)
     setup: dict[str, float] = {}
     with ExitStack() as opened:  # closing a side's executor ends its turn worker
@@ -105,11 +97,9 @@ def measure_turns(a: Side, b: Side, point: Point, protocol: dict, turns: int, tu
 
 def round_ratio(a: records.Measurement, b: records.Measurement) -> float:
     """B / A of one round. In turns: the median over turn pairs of B's turn median over A's,
-    each pair timed within a second of each other. A median over the round's pooled calls
-    would not do: when the host changes speed part way through a round (calls of 55 ms, then
-    85 ms), each side's calls fall into two clusters and the pooled median of either side
-    lands in one cluster or the other; such rounds read B/A from 0.85 to 1.45 on an A/A.
-    Whole windows: the ratio of the two windows' medians."""
+    each pair timed within a second of each other (not the medians of the pooled calls, which
+    a change of speed mid-round splits: docs/measurements/2026-12-03-zen3-ab.md). Whole
+    windows: the ratio of the two windows' medians."""
     ta, tb = (x.protocol.get("turn_medians_s") for x in (a, b))
     if ta and tb:
         return float(np.exp(np.median(np.log(np.asarray(tb) / np.asarray(ta)))))
@@ -132,12 +122,10 @@ def run(points: list[Point], protocol: dict, a: Side, b: Side, rounds: int, *,
     ``out`` (a new run by default). A point that fails on either side is an error for that
     point and is not measured again.
 
-    With ``turns``, a round is ``measure_turns``: both sides' workers stay open and take
-    turns of ``turn_s`` seconds, so A and B are timed within a call or so of each other.
-    Without, each side measures its whole window in its own process, one after the other.
-    Either way the side that goes first alternates from round to round: with a fixed order,
-    whatever drifts within a round (a neighbour starting, the clock settling) would land on
-    one side every time and read as a difference between them."""
+    With ``turns``, a round is ``measure_turns``; without, each side measures its whole window
+    in its own process. Either way the side that goes first alternates from round to round:
+    with a fixed order, whatever drifts within a round (a neighbour starting, the clock
+    settling) would land on one side every time and read as a difference between them."""
     out = out or AbRun()
     for r in range(start, rounds):
         for p in points:
@@ -208,12 +196,7 @@ def write(run_dir: Path, ab: AbRun, points: list[Point], hardware_class: str, ve
                 "hardware_class": hardware_class, "timestamp": time.time(), "status": "ok",
                 "error": None,
             })  # fmt: skip
-            atomic_write_text(
-                run_dir / side / "points" / f"{p.id}.json",
-                json.dumps(records.dump(result), indent=1),
-            )
-    atomic_write_text(
-        run_dir / "ab.json",
-        json.dumps({"schema": "perfsuite.ab/1", "order": "A first in even rounds, B first in odd",
-                    "verdicts": [v.as_dict() for v in verdicts]}, indent=1),
-    )  # fmt: skip
+            write_json(run_dir / side / "points" / f"{p.id}.json", records.dump(result))
+    write_json(run_dir / "ab.json", {"schema": "perfsuite.ab/1",
+               "order": "A first in even rounds, B first in odd",
+               "verdicts": [v.as_dict() for v in verdicts]})  # fmt: skip

@@ -65,11 +65,9 @@ class Profile:
 
     def protocol(self, *, counters: bool = False, sessions: int | None = None) -> dict:
         """The measurement protocol a point runs with (``perfsuite.execute.measure``)."""
+        keys = ("min_time", "min_samples", "warmup_time", "warmup_calls")
         return {
-            "min_time": self.min_time,
-            "min_samples": self.min_samples,
-            "warmup_time": self.warmup_time,
-            "warmup_calls": self.warmup_calls,
+            **{k: getattr(self, k) for k in keys},
             "counters": counters,
             "sessions": self.sessions if sessions is None else sessions,
         }
@@ -106,24 +104,25 @@ def builtin_profiles() -> dict:
     return tomllib.loads(text)
 
 
+def _toml(path) -> dict:
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except OSError as exc:
+        raise PlanError(f"cannot read profile file {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"{path}: invalid TOML: {exc}") from exc
+
+
 def load_profiles(pyproject: Path | None = None, user_file: Path | None = None) -> dict:
     """Built-in profiles, overridden key by key by [tool.perfsuite.profiles] in pyproject.toml
     and then by a user's file."""
     profiles = {k: dict(v) for k, v in builtin_profiles().items()}
     layers = []
     if pyproject is not None and pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text())
-        except tomllib.TOMLDecodeError as exc:
-            raise PlanError(f"{pyproject}: invalid TOML: {exc}") from exc
+        data = _toml(pyproject)
         layers.append((pyproject, data.get("tool", {}).get("perfsuite", {}).get("profiles", {})))
     if user_file is not None:
-        try:
-            layers.append((user_file, tomllib.loads(Path(user_file).read_text())))
-        except OSError as exc:
-            raise PlanError(f"cannot read profile file {user_file}: {exc}") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise PlanError(f"{user_file}: invalid TOML: {exc}") from exc
+        layers.append((user_file, _toml(user_file)))
     for source, layer in layers:
         for name, values in layer.items():
             if not isinstance(values, dict):
@@ -267,13 +266,11 @@ def _single_process(profile, model, node, cores, physical, l3_mb, model_mb) -> l
             counts = list(range(1, cores + 1))
         else:
             counts = [int(tspec)]
-        for threads in counts:
-            for batch in profile.batch:
-                for mode in profile.mode:
-                    out.append(
-                        Point(model=model, framework="", precision="", threads=threads,
-                              numa_node=node, batch=batch, mode=mode, threads_spec=tspec)
-                    )  # fmt: skip
+        out += [
+            Point(model=model, framework="", precision="", threads=threads, numa_node=node,
+                  batch=batch, mode=mode, threads_spec=tspec)
+            for threads, batch, mode in itertools.product(counts, profile.batch, profile.mode)
+        ]  # fmt: skip
     return out
 
 
@@ -293,21 +290,14 @@ def _spark_points(profile, model, node, cores, unavailable) -> list[Point]:
                 f"spark {spark.slots}x{spark.cpus_per_task} needs {threads} CPUs; "
                 f"{where} has {cores} cores"
             )
-        batches = (1,) if spark.pattern == "rdd_map" else profile.batch
-        for batch in batches:
-            out.append(
-                Point(model=model, framework="", precision="", threads=threads, numa_node=node,
-                      batch=batch, mode="throughput", threads_spec=spec, skip=skip, spark=spark)
-            )  # fmt: skip
+        out += [
+            Point(model=model, framework="", precision="", threads=threads, numa_node=node,
+                  batch=batch, mode="throughput", threads_spec=spec, skip=skip, spark=spark)
+            for batch in ((1,) if spark.pattern == "rdd_map" else profile.batch)
+        ]  # fmt: skip
     return out
 
 
 def _skip(fw, prec, unavailable, bf16) -> str | None:
-    if unavailable.get(fw):
-        return unavailable[fw]
-    reason = get_backend(fw).why_not(prec)
-    if reason:
-        return reason
-    if prec == "bf16" and not bf16:
-        return "bf16 needs avx512_bf16 or AMX; this CPU has neither"
-    return None
+    no_bf16 = quantize.NO_BF16 if prec == "bf16" and not bf16 else None
+    return unavailable.get(fw) or get_backend(fw).why_not(prec) or no_bf16

@@ -12,11 +12,6 @@ ARTICLE_INT8_CLAIM = (3.8, 5.2)
 _RAN_AS = {"f32": "fp32", "bf16": "bf16", "f16": "f16"}
 
 
-def contaminated(result: Result) -> bool:
-    """The point's kept measurement window was disturbed by other processes or steal."""
-    return bool(result.interference and result.interference.contaminated)
-
-
 def precision_label(result: Result) -> str:
     """The point's precision, and what it really ran as when the framework says otherwise:
     a bf16 run must never read as fp32, nor an fp32 run as bf16."""
@@ -52,6 +47,7 @@ def int8_claim(
             per_model.setdefault(m, []).append((ips / fp32, f"{fw} {prec} t{t}"))
     claim_lo, claim_hi = ARTICLE_INT8_CLAIM
     isa = {True: "VNNI", False: "no VNNI", None: "VNNI unknown"}[vnni]
+    note = f" ({left_out} oversubscribed point(s), threads > {cores} cores, left out)"
     lines = []
     for model, ratios in sorted(per_model.items()):
         lo, hi = min(ratios)[0], max(ratios)[0]
@@ -64,12 +60,7 @@ def int8_claim(
         lines.append(
             f"article claim 'INT8 is {claim_lo}-{claim_hi}x faster than FP32', {model} on "
             f"{hardware_class} ({isa}): measured {lo:.2f}-{hi:.2f}x over {len(ratios)} static "
-            f"INT8 point(s), best {max(ratios)[1]}: {verdict}"
-            + (
-                f" ({left_out} oversubscribed point(s), threads > {cores} cores, left out)"
-                if left_out
-                else ""
-            )
+            f"INT8 point(s), best {max(ratios)[1]}: {verdict}{note if left_out else ''}"
         )
     return lines
 
@@ -155,7 +146,7 @@ def sweep_table(
         if sessions:
             between = s.between_session_cv
             between_txt = f" {between * 100:>6.1f}%" if between is not None else f" {'-':>7}"
-        flag = "!" if contaminated(r) else " "
+        flag = "!" if r.contaminated else " "
         write(
             f"{head} {s.throughput_ips:>9.2f}{flag}{s.latency_p50_ms:>8.2f} {p99} "
             f"{s.cv * 100:>5.1f}%{between_txt}  {acc_txt}"
@@ -163,7 +154,7 @@ def sweep_table(
     if any(not r.stats.p99_reliable for r in ok):
         write("* p99 rests on fewer than 100 samples: read it as 'about the max'")
     for r in ok:
-        if contaminated(r):
+        if r.contaminated:
             w = r.interference.sessions[-1]
             write(
                 f"! {r.id}: measured while other processes used {w.foreign_share:.0%} of "
@@ -172,9 +163,8 @@ def sweep_table(
             )
     for line in speed_lines(ok):
         write(line)
-    single = [r for r in ok if not r.point.spark]
     spark_lines(write, ok)
-    by_key = {table_key(r.point): r.stats.throughput_ips for r in single}
+    by_key = {table_key(r.point): r.stats.throughput_ips for r in ok if not r.point.spark}
     ratios: dict[str, list[str]] = {"INT8": [], "BF16": []}
     for (m, fw, prec, t, n, b, mode), ips in sorted(by_key.items(), key=str):
         fp32 = by_key.get((m, fw, "fp32", t, n, b, mode))

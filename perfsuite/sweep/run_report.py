@@ -8,13 +8,11 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
-from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend to choose
-
-from perfsuite.gate.report import png
+from perfsuite.gate.report import latency_boxes, throughput_vs_threads
 from perfsuite.prepare import models, quantize
 from perfsuite.prepare.diagnose import diagnose
 from perfsuite.records import Fingerprint, Point, Result
-from perfsuite.sweep.report import contaminated, speed_lines, sweep_table, table_key
+from perfsuite.sweep.report import speed_lines, sweep_table, table_key
 
 
 @dataclass
@@ -90,40 +88,22 @@ def report_lines(records, fingerprint, formula_threads=None, slow=()) -> list[st
 
 
 def _plots(records: list[Result]) -> list[tuple[str, str]]:
-    ok = [r for r in records if r.ok]
-    figs = []
-    if ok:
-        fig = Figure(figsize=(9, max(2.5, 0.3 * len(ok))))
-        ax = fig.subplots()
-        ok = sorted(ok, key=lambda r: r.id)
-        ax.boxplot(
-            [[s * 1e3 for s in r.samples_s] for r in ok],
-            orientation="horizontal",
-            showfliers=False,
-        )
-        ax.set_yticks(range(1, len(ok) + 1), [r.id for r in ok], fontsize=6)
-        ax.set_xscale("log")
-        ax.set_xlabel("latency per call, ms (log)")
-        ax.set_title("latency distributions")
-        figs.append(("Latency", png(fig)))
+    ok = sorted((r for r in records if r.ok), key=lambda r: r.id)
+    samples = [[s * 1e3 for s in r.samples_s] for r in ok]
+    ids = [r.id for r in ok]
+    figs = latency_boxes("Latency", "latency distributions", samples, ids, 0.3 * len(ok))
     groups: dict = {}
     for r in ok:
         p = r.point
         label = f"{p.model} {p.framework} {p.precision}"
         groups.setdefault(label, []).append((p.threads, r.stats.throughput_ips))
-    if any(len(v) > 1 for v in groups.values()):
-        fig = Figure(figsize=(7, 4))
-        ax = fig.subplots()
-        for label, pts in sorted(groups.items()):
-            if len(pts) > 1:
-                pts.sort()
-                ax.plot([t for t, _ in pts], [v for _, v in pts], marker="o", label=label)
-        ax.set_xlabel("threads")
-        ax.set_ylabel("items/s")
-        ax.legend(fontsize=6)
-        ax.set_title("throughput vs threads")
-        figs.append(("Throughput vs threads", png(fig)))
-    return figs
+    return figs + throughput_vs_threads(groups)
+
+
+def _listed(title: str, list_id: str, items: list[str]) -> str:
+    """A heading and a list of HTML items; nothing without items."""
+    lis = "".join(f"<li>{i}</li>" for i in items)
+    return f"<h2>{title}</h2><ul id='{list_id}'>{lis}</ul>" if items else ""
 
 
 def html_page(
@@ -140,28 +120,23 @@ def html_page(
     imgs = "".join(
         f"<h2>{esc(t)}</h2><img src='{src}' alt='{esc(t)}'>" for t, src in _plots(records)
     )
-    if slow:
-        items = "".join(
-            f"<li><code>{esc(s.id)}</code>: {s.ratio:.2f}x its FP32 point<ul>"
-            + "".join(f"<li>{esc(r)}</li>" for r in s.reasons or ["no known cause found"])
-            + "</ul></li>"
-            for s in slow
-        )
-        diag = f"<h2>Slow INT8 diagnosis</h2><ul id='slow-int8'>{items}</ul>"
-    else:
-        diag = "<h2>Slow INT8 diagnosis</h2><p>No INT8 point is slower than its FP32 point.</p>"
-    dirty = [r for r in records if contaminated(r)]
-    if dirty:
-        items = "".join(
-            f"<li><code>{esc(r.id)}</code>: other processes used "
-            f"{r.interference.sessions[-1].foreign_share:.0%} of the CPUs</li>"
-            for r in dirty
-        )
-        diag += f"<h2>Contaminated measurements</h2><ul id='contaminated'>{items}</ul>"
-    speed = speed_lines(records)
-    if speed:
-        items = "".join(f"<li>{esc(line)}</li>" for line in speed)
-        diag += f"<h2>Machine speed</h2><ul id='speed'>{items}</ul>"
+    slow_items = [
+        f"<code>{esc(s.id)}</code>: {s.ratio:.2f}x its FP32 point<ul>"
+        + "".join(f"<li>{esc(r)}</li>" for r in s.reasons or ["no known cause found"])
+        + "</ul>"
+        for s in slow
+    ]
+    diag = _listed("Slow INT8 diagnosis", "slow-int8", slow_items) or (
+        "<h2>Slow INT8 diagnosis</h2><p>No INT8 point is slower than its FP32 point.</p>"
+    )
+    dirty = [
+        f"<code>{esc(r.id)}</code>: other processes used "
+        f"{r.interference.sessions[-1].foreign_share:.0%} of the CPUs"
+        for r in records
+        if r.contaminated
+    ]
+    diag += _listed("Contaminated measurements", "contaminated", dirty)
+    diag += _listed("Machine speed", "speed", [esc(line) for line in speed_lines(records)])
     if icount:
         counts = esc("\n".join(icount))
         diag += f"<h2>Instruction counts (valgrind)</h2><pre id='icount'>{counts}</pre>"

@@ -1,15 +1,7 @@
 """Run-wide state of a sweep: the profile and plan (at configure), the accuracy gates (once
-per model/framework/precision), the result records (one JSON per point), and the end-of-run
+per model/framework/precision), the result records (``perfsuite.records.Result``, validated
+before it is written, one JSON per point under ``<out>/points/``), and the end-of-run
 report. The pytest plugin (``perfsuite.plugin``) only wires this into hooks and fixtures.
-
-Result record, schema ``perfsuite.result/2`` (``perfsuite.records.Result``, validated before
-it is written; one file per point under ``<out>/points/``):
-``schema``, ``id``, ``point`` (model, framework, precision, threads, numa_node, batch, mode,
-threads_spec), ``status`` (ok | error), ``error``, ``stats`` (n, latency_p50/p90/p99/mean/
-stdev/min/max_ms, cv, iqr_ms, p99_reliable, throughput_ips; between_session_cv with several
-sessions), ``samples_s`` (raw, all sessions pooled), ``session_medians_s``, ``protocol``,
-``settings`` (effective framework settings), ``binding`` (CPUs/memory in force),
-``accuracy``, ``model``, ``hardware_class``, ``software``, ``timestamp``.
 """
 
 from __future__ import annotations
@@ -22,17 +14,17 @@ from perfsuite import records
 from perfsuite.execute.executors import DEFAULT, get_executor
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.spark import java_problem
+from perfsuite.host.fingerprint import fingerprint as host_fingerprint
 from perfsuite.host.provenance import provenance
+from perfsuite.host.topology import read_topology
 from perfsuite.kernels import cpu_features
 from perfsuite.prepare import accuracy, models, quantize
-from perfsuite.prepare.backends import BACKENDS
+from perfsuite.prepare.backends import BACKENDS, software_versions
 from perfsuite.records import Fingerprint
 from perfsuite.store import Store, open_store
 from perfsuite.store.files import RunDir
 from perfsuite.sweep.plan import Point, Profile, article_threads, expand
 from perfsuite.writing import json_default
-
-RESULT_SCHEMA = records.RESULT
 
 
 class PerfSession:
@@ -40,12 +32,13 @@ class PerfSession:
         self,
         profile: Profile,
         out_dir: Path,
-        topo,
-        fingerprint: Fingerprint | dict,
+        topo=None,  # None: this host's, as is the fingerprint
+        fingerprint: Fingerprint | dict | None = None,
         executor: str | None = None,  # None: executors.DEFAULT
         baselines: Path | None = None,
         spark_master: str | None = None,
         source: records.Provenance | None = None,  # None: from git / GitHub Actions
+        counters: bool = False,  # perf stat around each measurement window (--perf-counters)
     ):
         self.profile = profile
         self.baselines: Store = open_store(str(baselines or "baselines"))
@@ -56,11 +49,13 @@ class PerfSession:
             spark_master=spark_master,
             spark_items=profile.spark_items,
         )
-        self.topo = topo
+        self.topo = read_topology("/") if topo is None else topo
+        if fingerprint is None:
+            fingerprint = host_fingerprint("/", frameworks=software_versions())
         self.fingerprint = Fingerprint.model_validate(fingerprint)
         self.source = provenance() if source is None else source
         self.records: list[records.Result] = []
-        self.counters = False  # perf stat around each measurement window (--perf-counters)
+        self.counters = counters
         self.gates: dict = {}
         self._points: list[Point] | None = None
 
@@ -90,9 +85,6 @@ class PerfSession:
 
     # -- running -----------------------------------------------------------------------------
 
-    def protocol(self) -> dict:
-        return self.profile.protocol(counters=self.counters)
-
     def gate(self, point: Point):
         """Accuracy of an INT8/bf16 variant vs FP32, computed once per (model, fw, prec)."""
         if point.precision == "fp32":
@@ -109,7 +101,7 @@ class PerfSession:
         keep=False (confirmation re-measures) writes the record but leaves it out of this
         run's results."""
         head = {
-            "schema": RESULT_SCHEMA,
+            "schema": records.RESULT,
             "id": point.id,
             "point": records.dump(point),
             "hardware_class": self.fingerprint.hardware_class,
@@ -129,7 +121,8 @@ class PerfSession:
         if not keep:
             head["remeasure"] = True
         try:
-            measured = records.dump(self.executor.run(point, self.protocol()))
+            protocol = self.profile.protocol(counters=self.counters)
+            measured = records.dump(self.executor.run(point, protocol))
         except WorkerError as exc:
             first = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
             measured = {"status": "error", "error": first, "error_detail": str(exc)}
@@ -160,9 +153,7 @@ class PerfSession:
         return run_summary(self.profile.as_dict(), self.fingerprint, self.records, self.source)
 
     def write_summary(self) -> Path | None:
-        if not self.records:
-            return None
-        return self.run_handle.write_summary(self.summary())
+        return self.run_handle.write_summary(self.summary()) if self.records else None
 
 
 def run_summary(

@@ -1,8 +1,8 @@
 """Inference frameworks behind one interface (see ``base``), found through the
 ``perfsuite.backends`` entry points (``perfsuite.prepare.extensions``)."""
 
+from perfsuite.prepare.backends.base import REGISTRY as BACKENDS
 from perfsuite.prepare.backends.base import (
-    REGISTRY,
     Backend,
     BackendError,
     BackendUnavailable,
@@ -10,17 +10,10 @@ from perfsuite.prepare.backends.base import (
     Session,
     ThroughputRun,
 )
-from perfsuite.prepare.extensions import STALE
-
-# name -> Backend: the entry points, and subclasses defined at run time (see ``base``).
-BACKENDS = REGISTRY
 
 
 def get_backend(name: str) -> Backend:
-    if name not in BACKENDS:
-        known = ", ".join(BACKENDS) or STALE.format(group=BACKENDS.group)
-        raise ValueError(f"unknown framework {name!r}; choose one of {known}")
-    return BACKENDS[name]
+    return BACKENDS.named(name, "framework")
 
 
 def software_versions() -> dict[str, str | None]:

@@ -3,12 +3,10 @@ measurement layer times. A framework that is missing or cannot load a model rais
 ``BackendUnavailable`` / ``BackendError`` with the reason; the planner turns the first into a
 skip, the runner the second into an error for that point, never a crashed run.
 
-Adding a framework is one module: a ``Backend`` subclass that says everything the rest of
-perfsuite needs (precisions, ``no_path`` reasons, fingerprint ``distributions``, options for
-special situations), so no code elsewhere branches on a framework's name, declared in the
-``perfsuite.backends`` entry-point group (docs/design/architecture.md). Defining the class
-also registers it in this process, so a backend defined in a conftest is known to the sweep
-and its workers (``perfsuite.execute.runner.runtime_extensions``)."""
+A framework is one ``Backend`` subclass that says all the rest of perfsuite needs, so no code
+elsewhere branches on its name (docs/design/architecture.md). Defining the class also
+registers it in this process, so a conftest's backend is known to the sweep and its workers
+(``perfsuite.execute.runner.runtime_extensions``)."""
 
 from __future__ import annotations
 
@@ -148,9 +146,8 @@ class Backend(ABC):
 
     def why_not(self, precision: str) -> str | None:
         """Why this framework has no path for ``precision``, or None when it has one."""
-        if precision in self.precisions:
-            return None
-        return self.no_path.get(precision, f"{precision} has no {self.name} path")
+        missing = self.no_path.get(precision, f"{precision} has no {self.name} path")
+        return None if precision in self.precisions else missing
 
     def software(self) -> dict[str, str | None]:
         """Fingerprint fields: software.<distribution> -> version (None: not installed)."""
