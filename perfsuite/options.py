@@ -290,6 +290,19 @@ OPTIONS: tuple[Option, ...] = (
         "in the user's data directory)",
         verbs=("qualify", "sweep", "db"),
     ),
+    *(
+        _option(
+            name,
+            metavar=metavar,
+            help=f"the {name} this run measured, recorded in its summary and results "
+            f"(default: {default})",
+        )
+        for name, metavar, default in (
+            ("commit", "SHA", "$GITHUB_SHA in Actions, else git's HEAD"),
+            ("branch", "NAME", "$GITHUB_HEAD_REF or $GITHUB_REF_NAME, else git's branch"),
+            ("repository", "URL", "$GITHUB_REPOSITORY, else git's origin"),
+        )
+    ),
     _flag(
         "counters",
         "perf stat (cycles, instructions, cache misses) around each measurement "

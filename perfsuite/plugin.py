@@ -18,6 +18,7 @@ import pytest
 from perfsuite import kernels, records
 from perfsuite.execute.interference import busiest_processes
 from perfsuite.gate.config import GateConfigError, load_gate_config
+from perfsuite.host.provenance import provenance
 from perfsuite.options import OPTIONS, PLUGIN, add_options, profile_overrides
 from perfsuite.prepare import cache
 from perfsuite.store import StoreError, database, open_store, scheme_of
@@ -58,9 +59,14 @@ def pytest_configure(config):
         executor=o("perf_executor"),
         baselines=o("perf_baseline"),
         spark_master=o("perf_spark_master"),
+        source=provenance(
+            overrides={k: o(f"perf_{k}") for k in ("commit", "branch", "repository")}
+        ),
     )
     config.stash[GATE] = gate
 
+
+PROVENANCE_OPTIONS = ("commit", "branch", "repository")  # --perf-<name> beats git and Actions
 
 # Options whose value is a path: "--perf-out DIR" in two words can steal pytest's rootdir.
 PATH_OPTIONS = tuple(

@@ -457,12 +457,12 @@ def test_runs_are_recorded_in_the_history_store(sweep, registry, tmp_path, monke
         "--perf-store",
         url,
     ]
-    shas = ["a" * 40, "b" * 40]  # as GitHub Actions says which commit a job checked out
-    for i in range(2):
-        monkeypatch.setenv("GITHUB_SHA", shas[i])
-        monkeypatch.setenv("GITHUB_REF_NAME", "main")
-        monkeypatch.setenv("GITHUB_REPOSITORY", "example/perfsuite")
-        r = sweep.runpytest(*args, "--perf-out", str(tmp_path / f"runs{i}"))
+    shas = ["a" * 40, "c" * 40]  # as GitHub Actions says, then as --perf-commit overrides
+    monkeypatch.setenv("GITHUB_REF_NAME", "main")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "example/perfsuite")
+    for i, extra in enumerate(([], ["--perf-commit=" + shas[1]])):
+        monkeypatch.setenv("GITHUB_SHA", ["a", "b"][i] * 40)
+        r = sweep.runpytest(*args, *extra, "--perf-out", str(tmp_path / f"runs{i}"))
         assert r.ret == 0, r.stdout.str()
         assert "history: run recorded in sqlite:///" in r.stdout.str()
     store = HistoryStore(url)
