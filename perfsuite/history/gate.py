@@ -20,7 +20,7 @@ from perfsuite import records
 from perfsuite.gate.config import GateConfig
 from perfsuite.gate.judge import Comparison, Side, judge
 from perfsuite.history.changes import Change, detect, reset_index
-from perfsuite.store import open_store
+from perfsuite.store import find_baseline
 from perfsuite.store.database import HistoryStore, SeriesPoint, StoredRun
 
 MIN_RUNS = 2  # previous runs a point needs before the history gates it
@@ -81,7 +81,8 @@ def gate_history(
     base_runs: dict[str, list[SeriesPoint]] = {}
     current: dict[str, list[SeriesPoint]] = {}
     gathering: dict[str, int] = {}
-    for (name, _), series in store.series(hardware_class=hw).items():
+    every = store.series(hardware_class=hw)  # read once: the steps below use it too
+    for (name, _), series in every.items():
         upto = [p for p in series if p.started_at <= target.started_at]
         if not upto or upto[-1].run_id != target.id:
             continue  # not measured in this run
@@ -99,7 +100,7 @@ def gate_history(
         history = judge(_side(fp, base_runs, f"its previous runs in {store.safe_url}"), cur, cfg)
     fallback, note = _fallback(fp, current, gathering, target, baseline, cfg, where)
     gate = HistoryGate(target, history, gathering, fallback, note)
-    return _suspects(gate, store, base_runs, cfg, recent)
+    return _suspects(gate, store, every, base_runs, cfg, recent)
 
 
 def _fallback(fp, current, gathering, target, baseline, cfg, where):
@@ -107,14 +108,10 @@ def _fallback(fp, current, gathering, target, baseline, cfg, where):
         return None, ""
     if baseline is None:
         return None, "no stored baseline given: measured, not gated"
-    store = open_store(baseline)
-    found = store.load_baseline(target.hardware_class, target.profile)
+    found, where_base = find_baseline(baseline, target.hardware_class, target.profile)
     if found is None:
-        return (
-            None,
-            f"no baseline at {store.baseline_location(target.hardware_class, target.profile)}",
-        )
-    base = Side.of_baseline(found, store.baseline_location(target.hardware_class, target.profile))
+        return None, f"no baseline at {where_base}"
+    base = Side.of_baseline(found, where_base)
     mine = {k: v for k, v in base.samples.items() if k in gathering}
     base = Side(base.fingerprint, mine, base.source, stats=base.stats,
                 runs={k: v for k, v in base.runs.items() if k in mine})  # fmt: skip
@@ -122,7 +119,7 @@ def _fallback(fp, current, gathering, target, baseline, cfg, where):
     return judge(base, cur, cfg), f"against {base.source}"
 
 
-def _suspects(gate: HistoryGate, store, base_runs, cfg: GateConfig, recent: int) -> HistoryGate:
+def _suspects(gate: HistoryGate, store, series, base_runs, cfg: GateConfig, recent: int):
     failing: list[Suspect] = []
     if gate.history is not None:
         for v in gate.history.failing("regression"):
@@ -133,7 +130,7 @@ def _suspects(gate: HistoryGate, store, base_runs, cfg: GateConfig, recent: int)
         for v in gate.fallback.failing("regression"):
             why = f"regressed {v.change:+.1%} against the stored baseline"
             failing.append(Suspect(v.id, why, None, gate.run.commit))
-    steps = _recent_steps(gate, store, cfg, recent)
+    steps = _recent_steps(gate, store, series, cfg, recent)
     named = {s.id for s in failing}
     for c, good, bad in steps:
         if c.benchmark not in named:
@@ -146,11 +143,10 @@ def _suspects(gate: HistoryGate, store, base_runs, cfg: GateConfig, recent: int)
     )  # fmt: skip
 
 
-def _recent_steps(gate: HistoryGate, store, cfg: GateConfig, recent: int) -> list:
+def _recent_steps(gate: HistoryGate, store, series, cfg: GateConfig, recent: int) -> list:
     """Change points that made a point slower by more than its threshold, at one of the last
     ``recent`` runs up to the gated one, with the commits around each."""
     run = gate.run
-    series = store.series(hardware_class=run.hardware_class)
     out = []
     for c in detect(store, hardware_class=run.hardware_class, save=False):
         points = [

@@ -63,4 +63,20 @@ def open_store(url: str) -> Store:
     return STORES[scheme](url)
 
 
-__all__ = ["BaselineError", "Saved", "Store", "StoreError", "open_store", "register", "STORES"]
+def find_baseline(
+    url: str, hardware_class: str, profile: str
+) -> tuple[records.Baseline | None, str]:
+    """The baseline of a class and profile in the store at ``url`` (None if it has none) and
+    where it is, or would be. A store that cannot be opened is a BaselineError."""
+    try:
+        store = open_store(url)
+    except StoreError as exc:
+        raise BaselineError(str(exc)) from None
+    found = store.load_baseline(hardware_class, profile)
+    return found, store.baseline_location(hardware_class, profile)
+
+
+__all__ = [
+    "BaselineError", "Saved", "Store", "StoreError", "find_baseline", "open_store", "register",
+    "STORES",
+]  # fmt: skip

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfsuite.gate.judge import Side
-from perfsuite.store import BaselineError, StoreError, open_store, scheme_of
+from perfsuite.store import BaselineError, find_baseline, scheme_of
 from perfsuite.store import baseline as baseline_file
 from perfsuite.store.files import is_baseline_file, read_run
 
@@ -41,13 +41,7 @@ def load_sides(baseline: str | Path, current: str | Path) -> tuple[Side, Side]:
     text = str(baseline)
     if not _is_store(text):
         return load_side(text.removeprefix("file://")), cur
-    hw = cur.fingerprint.hardware_class
-    try:
-        store = open_store(text)
-    except StoreError as exc:
-        raise BaselineError(str(exc)) from None
-    found = store.load_baseline(hw, profile)
-    where = store.baseline_location(hw, profile)
+    found, where = find_baseline(text, cur.fingerprint.hardware_class, profile)
     if found is None:
         raise BaselineError(f"no baseline at {where}")
     return Side.of_baseline(found, where), cur
