@@ -25,6 +25,8 @@ Format history (``upgrade`` turns any older file into the current one):
 from __future__ import annotations
 
 import functools
+import json
+from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -205,6 +207,70 @@ class Accuracy(_Record):
     detail: dict[str, JSONValue]
 
 
+class SparkAgreement(_Record):
+    """A Spark point's first outputs against the same variant run in one process."""
+
+    items: int = Field(ge=1)
+    metric: str
+    sqnr_db: float | None  # None when identical (SQNR is +inf, which JSON cannot hold)
+    identical: bool
+    threshold_db: float
+    top1_agreement: float
+    max_abs_diff: float
+    passed: bool
+
+
+class SparkWorker(_Record):
+    """A Python worker that ran Spark tasks: where the kernel let it run."""
+
+    pid: int
+    cpus: list[int]
+    mems: str | None
+
+
+class SparkTask(SparkWorker):
+    """What one Spark task reports from its worker (``execute.spark_tasks``, JSON)."""
+
+    elapsed_s: NonNegative
+    build_s: NonNegative  # building the worker's session, when this task paid for it
+    items: int = Field(ge=0)
+    settings: dict[str, JSONValue] = {}
+
+
+class SparkWorkers(_Record):
+    workers: list[SparkWorker]
+
+
+class Binding(_Record):
+    """The CPU and memory binding in force in a measuring process (``host.numa``)."""
+
+    cpus_allowed: str
+    mems_allowed: str
+    mempolicy: str
+    mempolicy_nodes: str
+    mechanism: str
+
+
+class Warmup(_Record):
+    calls: int = Field(ge=0)
+    seconds: NonNegative
+    stable: bool
+
+
+class RunProtocol(_Record):
+    """How a measurement ran: a latency window and its warm-up, a throughput window's items,
+    one entry per session, a Spark point's passes, or an A/B point's turns."""
+
+    warmup: Warmup | None = None
+    window_s: NonNegative | None = None
+    items: int | None = None
+    sessions: list[RunProtocol] = []
+    runs: int | None = None
+    turns: int | None = None
+    turn_s: NonNegative | None = None
+    turn_medians_s: list[Positive] = []
+
+
 class SparkRun(_Record):
     """How a Spark point ran (``perfsuite.execute.spark``): passes, start-up, agreement of
     its outputs with a single-process run."""
@@ -219,7 +285,7 @@ class SparkRun(_Record):
     pass_s: list[NonNegative]
     session_build_s: list[NonNegative] = []
     partition_s: list[NonNegative] = []
-    agreement: dict[str, JSONValue] = {}
+    agreement: SparkAgreement | None = None
 
 
 class Provenance(_Record):
@@ -257,11 +323,9 @@ class Measurement(_Record):
     samples_s: list[Positive] = []
     session_medians_s: list[Positive] = []
     stats: Stats | None = None
-    # the measurement protocol as run and the binding in force: their shape is the
-    # executor's (sessions and warm-ups; Spark runs and workers), shown, never computed on
-    protocol: dict[str, JSONValue] = {}
+    protocol: RunProtocol = RunProtocol()
     settings: dict[str, JSONValue] = {}  # the framework session's effective settings
-    binding: dict[str, JSONValue] | None = None
+    binding: Binding | SparkWorkers | None = None  # a process's, or a Spark point's workers
     setup_s: NonNegative | None = None  # session creation, quantization: never timed
     model: ModelInfo | None = None
     spark: SparkRun | None = None  # a Spark point's passes
@@ -285,7 +349,7 @@ class TurnReply(BaseModel):
     setup_s: NonNegative | None = None
     samples_s: list[Positive] = []
     settings: dict[str, JSONValue] = {}
-    binding: dict[str, JSONValue] | None = None
+    binding: Binding | None = None
     software: dict[str, str | None] = {}
     model: ModelInfo | None = None
 
@@ -335,6 +399,14 @@ class HistoryItem(_Record):
     software: dict[str, str | None] = {}
 
 
+class NumaNodeFact(_Record):
+    """One entry of the fingerprint's ``numa.nodes``."""
+
+    node: int
+    cpus: str
+    mem_total_bytes: int | None
+
+
 class Fingerprint(BaseModel):
     """The host fingerprint (``perfsuite.host.fingerprint``): fields and how each is matched.
     Open to additions: a newer perfsuite's host facts must not make an older one's run
@@ -376,6 +448,14 @@ class InstructionCounts(_Record):
             if n <= 0:
                 raise ValueError(f"instruction count of {key!r} must be positive, got {n}")
         return self
+
+
+class IcountFile(_Record):
+    """``perfsuite icount --save``'s file."""
+
+    schema_: Literal["perfsuite.icount/1"] = Field("perfsuite.icount/1", alias="schema")
+    isa: str
+    counts: dict[str, int]
 
 
 class Baseline(_Record):
@@ -447,6 +527,10 @@ class RunSummary(_Record):
     fingerprint: Fingerprint
     points: list[RunPoint]
     source: Provenance | None = None  # additive in run/1
+
+    @property
+    def profile_name(self) -> str | None:
+        return self.profile.get("name")
 
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
@@ -646,9 +730,6 @@ def json_schema(kind: str) -> dict:
 
 def main() -> int:
     """Write the JSON Schemas shipped in perfsuite/schemas/ from the types."""
-    import json
-    from pathlib import Path
-
     folder = Path(__file__).parent / "schemas"
     for kind in SCHEMAS:
         path = folder / f"{kind}.schema.json"

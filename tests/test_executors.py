@@ -61,7 +61,7 @@ def test_a_pooled_record_matches_one_measured_in_process():
     assert there.stats.n == len(there.samples_s)
     assert there.stats.latency_p50_ms == pytest.approx(float(np.median(there.samples_s)) * 1e3)
     assert there.stats.between_session_cv == pytest.approx(cv(there.session_medians_s))
-    assert len(there.protocol["sessions"]) == 3
+    assert len(there.protocol.sessions) == 3
 
 
 def test_a_session_that_crashes_is_an_error_for_the_point(monkeypatch):
@@ -90,7 +90,7 @@ def test_a_bound_worker_measures_each_session_in_a_bound_process():
     with BoundWorker(timeout=120, mechanism="syscall") as ex:
         rec = ex.run(point, {**PROTOCOL, "sessions": 2})
         assert rec.isolation == "bound worker (syscall)"
-        assert len(rec.session_medians_s) == 2 and rec.binding["mechanism"] == "external"
+        assert len(rec.session_medians_s) == 2 and rec.binding.mechanism == "external"
         assert ex.run(POINT, {**PROTOCOL, "sessions": 1}).isolation == "worker"  # unbound
 
 

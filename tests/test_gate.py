@@ -259,13 +259,13 @@ def test_instruction_counts_in_the_baseline(tmp_path):
     """Counts are kept beside the entries; equal counts save quietly, differing ones only on
     update (a code change is not folded into a baseline by accident); old files load."""
     fp, rec = _fp(), [_record(P("a"), stream(0.01))]
-    counts = {"isa": "avx2", "counts": {"gemm_f32-n128": 691851}}
+    counts = records.InstructionCounts(isa="avx2", counts={"gemm_f32-n128": 691851}, recorded="x")
     path, added, *_ = store.save(tmp_path, fp, "default", rec, instructions=counts)
     assert added == [P("a"), "instructions"]
     assert store.load(path).instructions.counts == {"gemm_f32-n128": 691851}
     _, added, *_ = store.save(tmp_path, fp, "default", rec, add_run=True, instructions=counts)
     assert added == []
-    grown = {"isa": "avx2", "counts": {"gemm_f32-n128": 700000}}
+    grown = counts.model_copy(update={"counts": {"gemm_f32-n128": 700000}})
     with pytest.raises(store.BaselineError, match=r"instruction counts differ .*gemm_f32-n128"):
         store.save(tmp_path, fp, "default", rec, add_run=True, instructions=grown)
     assert store.load(path).instructions.counts["gemm_f32-n128"] == 691851  # untouched
@@ -281,25 +281,29 @@ def test_instruction_counts_in_the_baseline(tmp_path):
         store.load(path)
 
 
+def _counts(counts):
+    return records.InstructionCounts(isa="avx2", counts=counts, recorded="x")
+
+
 def test_instruction_counts_gate_without_statistics():
     from perfsuite.sweep.finish import Outcome, _gate_instructions
 
     counts = records.InstructionCounts(isa="avx2", counts={"k1": 1000, "k2": 1000}, recorded="x")
     stored = SimpleNamespace(instructions=counts)
-    out = Outcome(instructions={"isa": "avx2", "counts": {"k1": 1011, "k2": 991}})
+    out = Outcome(instructions=_counts({"k1": 1011, "k2": 991}))
     _gate_instructions(stored, out, "regression")
     text = "\n".join(out.lines)
     assert out.fail and "regressed" in text and "+1.100%" in text and "grew past 1%: k1" in text
-    out = Outcome(instructions={"isa": "avx2", "counts": {"k1": 1011, "k2": 991}})
+    out = Outcome(instructions=_counts({"k1": 1011, "k2": 991}))
     _gate_instructions(stored, out, "never")
     assert not out.fail  # reported, not failing
-    out = Outcome(instructions={"isa": "avx2", "counts": {"k1": 1009, "k2": 900}})
+    out = Outcome(instructions=_counts({"k1": 1009, "k2": 900}))
     _gate_instructions(stored, out, "regression")
     assert not out.fail and "improved" in "\n".join(out.lines)  # +0.9% is under 1%
-    out = Outcome(instructions={"isa": "avx2", "counts": {"k1": 5000}})
+    out = Outcome(instructions=_counts({"k1": 5000}))
     _gate_instructions(SimpleNamespace(instructions=None), out, "regression")
     assert not out.fail and "the baseline has none" in out.lines[0]
-    out = Outcome(instructions={"isa": "generic", "counts": {"k1": 5000}})
+    out = Outcome(instructions=_counts({"k1": 5000}).model_copy(update={"isa": "generic"}))
     _gate_instructions(stored, out, "regression")
     assert not out.fail and "not compared" in out.lines[0]
 

@@ -48,7 +48,7 @@ def test_icount_cli_saves_and_gates(tmp_path):
     assert r.returncode == 0, r.stderr
     data = json.loads(saved.read_text())
     assert data["schema"] == "perfsuite.icount/1" and data["counts"]["triad-n1048576"] > 0
-    saved.write_text(json.dumps({"counts": {"triad-n1048576": 1}}))  # fewer than now: "grew"
+    saved.write_text(json.dumps(dict(data, counts={"triad-n1048576": 1})))  # fewer: "grew"
     r = subprocess.run([*run, "--against", str(saved)], capture_output=True, text=True)
     assert r.returncode == 1 and "regressed" in r.stdout
     bad = subprocess.run([*run, "--against", str(tmp_path / "none.json")], capture_output=True,

@@ -38,8 +38,8 @@ def test_real_binding_to_node0_is_verified(mechanism):
     out = bound.run_bound(_pid_and_status, placement=p, mechanism=mechanism, timeout=120)
     pid, status = out.result
     assert pid != os.getpid() and out.mechanism == mechanism
-    assert out.binding["mempolicy"] == "bind" and out.binding["mempolicy_nodes"] == "0"
-    assert status["Cpus_allowed_list"] == out.binding["cpus_allowed"]
+    assert out.binding.mempolicy == "bind" and out.binding.mempolicy_nodes == "0"
+    assert status["Cpus_allowed_list"] == out.binding.cpus_allowed
 
 
 def test_auto_falls_back_to_syscalls_without_numactl(monkeypatch):
@@ -48,7 +48,7 @@ def test_auto_falls_back_to_syscalls_without_numactl(monkeypatch):
         os.getpid, placement=placement.cpus(HOST, [HOST.online[-1]], (0,)), timeout=120
     )
     assert out.mechanism == "syscall"
-    assert out.binding["cpus_allowed"] == str(HOST.online[-1])
+    assert out.binding.cpus_allowed == str(HOST.online[-1])
     with pytest.raises(numa.BindingError, match="numactl was requested but is not installed"):
         bound.run_bound(os.getpid, placement=placement.node(HOST, 0), mechanism="numactl")
 
@@ -65,7 +65,7 @@ def test_real_shard_run_one_worker_per_node():
     shards = bound.run_shards(os.getpid, placements=placement.shards(HOST, "node"), timeout=120)
     assert len(shards) == len(HOST.numa_nodes)
     assert len({s.result for s in shards}) == len(shards)  # separate processes
-    assert all(s.binding["mempolicy"] == "bind" for s in shards)
+    assert all(s.binding.mempolicy == "bind" for s in shards)
 
 
 # -- qualification ---------------------------------------------------------------------------

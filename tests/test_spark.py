@@ -10,6 +10,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -211,11 +212,11 @@ def test_spark_outputs_that_differ_fail_the_agreement(spark_exec):
     point = _point("partition", batch=4)
     model = models.get("small_cnn")
     variant = quantize.prepare(model, "int8_static", "onnxruntime")
-    job = {"options": dict(variant.framework_options)}
+    job = SimpleNamespace(options=dict(variant.framework_options))
     rng = np.random.default_rng(0)
     noise = {i: rng.standard_normal(10).astype(np.float32).tobytes() for i in range(ITEMS)}
     got = spark_exec._agreement(records.Point(**point), model, variant, job, noise)
-    assert not got["passed"] and got["sqnr_db"] < got["threshold_db"]
+    assert not got.passed and got.sqnr_db < got.threshold_db
 
 
 @pytest.mark.spark
@@ -239,7 +240,7 @@ def test_a_failing_spark_job_is_an_error_for_its_point_only(spark_exec):
         quantize.prepare = real
     assert "\n" not in str(exc.value) and "unknown onnxruntime options" in str(exc.value)
     # and the session still serves the next point
-    assert _run(spark_exec, point).spark.agreement["passed"]
+    assert _run(spark_exec, point).spark.agreement.passed
 
 
 # -- fleet qualification on a loopback standalone cluster ----------------------------------------

@@ -3,10 +3,12 @@ compared with a saved set at a tight threshold; exit 1 when a count grew past it
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from perfsuite import records
 from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.execute import instructions as ic
 from perfsuite.gate.judge import judge_counts
@@ -18,10 +20,12 @@ INPUT_ERRORS: tuple[type[Exception], ...] = ()
 
 def _saved_counts(path: Path) -> dict[str, int]:
     try:
-        data = json.loads(Path(path).read_text())
-        return {str(k): int(v) for k, v in data["counts"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return records.IcountFile.model_validate_json(Path(path).read_bytes()).counts
+    except OSError as exc:
         raise ValueError(f"{path}: not a perfsuite icount file ({exc})") from None
+    except ValidationError as exc:
+        why = records.one_line(exc)
+        raise ValueError(f"{path}: not a perfsuite icount file ({why})") from None
 
 
 def cmd_icount(args) -> int:

@@ -12,7 +12,7 @@ from rich.table import Table
 from perfsuite.cli import EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.prepare.backends import software_versions
-from perfsuite.records import Fingerprint
+from perfsuite.records import Fingerprint, NumaNodeFact
 
 INPUT_ERRORS: tuple[type[Exception], ...] = ()
 
@@ -28,10 +28,11 @@ def _fmt_field(key: str, value) -> str:
                 return f"{value / scale:.4g} {unit}"
     if isinstance(value, list):
         if value and isinstance(value[0], dict):
+            nodes = [NumaNodeFact.model_validate(n) for n in value]
             return "; ".join(
-                f"node{n['node']}: cpus {n['cpus'] or '-'}, "
-                + (f"{n['mem_total_bytes'] / 2**30:.1f} GiB" if n["mem_total_bytes"] else "mem ?")
-                for n in value
+                f"node{n.node}: cpus {n.cpus or '-'}, "
+                + (f"{n.mem_total_bytes / 2**30:.1f} GiB" if n.mem_total_bytes else "mem ?")
+                for n in nodes
             )
         return " | ".join(str(v) for v in value)
     return str(value)

@@ -27,8 +27,8 @@ def fleet_table(scores, verdicts: dict[str, str]) -> None:
                 verdicts[s.host],
                 s.verdict,
                 ", ".join(
-                    f"{f['metric']} ({f['category']}"
-                    + (f" {f['deviation']:+.1%})" if f["deviation"] is not None else " missing)")
+                    f"{f.metric} ({f.category}"
+                    + (f" {f.deviation:+.1%})" if f.deviation is not None else " missing)")
                     for f in s.failures
                 )
                 or "-",

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from perfsuite import records
 from perfsuite.execute.executors import BaseExecutor, FreshWorker, isolated, per_session
 from perfsuite.execute.isolation import (
     WorkerCrashed,
@@ -45,14 +46,14 @@ class Bound:
     """What a bound call returned, the binding the kernel had in force, and how it was made."""
 
     result: Any
-    binding: dict[str, Any]  # ``numa.Binding.as_dict()``
+    binding: records.Binding
     mechanism: str  # numactl | syscall
     placement: str
 
 
 def _bind_then_call(cpus, mem_nodes, fn, args, kwargs):
     binding = numa.bind(list(cpus), list(mem_nodes) if mem_nodes is not None else None)
-    return fn(*args, **kwargs), binding.as_dict()
+    return fn(*args, **kwargs), binding
 
 
 def _numactl(placement, fn, args, kwargs, timeout):

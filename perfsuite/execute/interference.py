@@ -89,11 +89,11 @@ class Sampler:
         return False
 
 
-def judge(**measured) -> InterferenceWindow:
-    contaminated = (
-        measured["foreign_share"] > FOREIGN_SHARE_MAX or measured["steal_share"] > STEAL_SHARE_MAX
+def judge(*, foreign_share: float, steal_share: float, **measured) -> InterferenceWindow:
+    contaminated = foreign_share > FOREIGN_SHARE_MAX or steal_share > STEAL_SHARE_MAX
+    return InterferenceWindow(
+        **measured, foreign_share=foreign_share, steal_share=steal_share, contaminated=contaminated
     )
-    return InterferenceWindow(**measured, contaminated=contaminated)
 
 
 def busiest_processes(seconds: float = 0.5, top: int = 3, min_share: float = 0.2) -> list[str]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfsuite.dispersion import cv
+from perfsuite.records import RunProtocol, Warmup
 
 P99_MIN_SAMPLES = 100  # below this, p99 is the max of a handful of calls: flagged
 
@@ -43,7 +44,7 @@ class Protocol:
                 raise ValueError(f"protocol {name} = {getattr(self, name)!r}: must be >= 1")
 
 
-def warm_up(call: Callable[[], object], p: Protocol) -> dict:
+def warm_up(call: Callable[[], object], p: Protocol) -> Warmup:
     times: list[float] = []
     t0 = time.perf_counter()
     while True:
@@ -59,12 +60,12 @@ def warm_up(call: Callable[[], object], p: Protocol) -> dict:
         else:  # slow calls: ten of them would take long; accept after the minimums
             stable = times[-1] > 0.2
         if stable or elapsed >= p.max_warmup_time:
-            return {"calls": len(times), "seconds": elapsed, "stable": stable}
+            return Warmup(calls=len(times), seconds=elapsed, stable=stable)
 
 
 def measure_latency(
-    call: Callable[[], object], p: Protocol, warm: dict | None = None
-) -> tuple[list[float], dict]:
+    call: Callable[[], object], p: Protocol, warm: Warmup | None = None
+) -> tuple[list[float], RunProtocol]:
     """Warm up (unless ``warm`` says it was done), then time calls for the window."""
     warm = warm if warm is not None else warm_up(call, p)
     samples: list[float] = []
@@ -75,7 +76,7 @@ def measure_latency(
         e = time.perf_counter()
         samples.append(e - s)
         if (e - t0 >= p.min_time and len(samples) >= p.min_samples) or e - t0 >= p.max_time:
-            return samples, {"warmup": warm, "window_s": e - t0}
+            return samples, RunProtocol(warmup=warm, window_s=e - t0)
 
 
 def summarize(samples, items_per_call: int = 1, window_s: float | None = None) -> dict:

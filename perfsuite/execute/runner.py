@@ -40,9 +40,9 @@ from perfsuite.records import Point
 def place(numa_node: int | None) -> tuple[dict, tuple[int, ...] | None]:
     """Bind to the node's CPUs and memory (verified), or record the unbound state."""
     if numa_node is None:
-        return numa.current_binding("none").as_dict(), None
+        return numa.current_binding("none"), None
     p = pl.node(read_topology("/"), numa_node)
-    return numa.bind(list(p.cpus), list(p.mem_nodes)).as_dict(), p.cpus
+    return numa.bind(list(p.cpus), list(p.mem_nodes)), p.cpus
 
 
 # Fault injection, for testing isolation and the gate: crash | hang | raise (worker points
@@ -132,7 +132,7 @@ def run_point(point: Point | dict, protocol: dict) -> dict:
 def measure_in_place(point: Point | dict, protocol: dict) -> dict:
     """measure_point in a process someone else already bound (numactl, bound.run_bound)."""
     point = Point.model_validate(point)
-    binding = numa.current_binding("external").as_dict()
+    binding = numa.current_binding("external")
     cpus = tuple(sorted(os.sched_getaffinity(0)))
     return records.dump(measure_point(point, protocol, binding, cpus, time.perf_counter()))
 
@@ -166,7 +166,7 @@ def _measure_session(backend, variant, cfg, inputs, point: Point, p: Protocol, c
                 else:
                     run = session.run_throughput(inputs, seconds=p.min_time)
                     samples = run.latencies_s
-                    info = {"window_s": run.seconds, "items": run.items}
+                    info = records.RunProtocol(window_s=run.seconds, items=run.items)
             windows.append(sampler.result)
             if not sampler.result.contaminated:
                 break
@@ -190,7 +190,7 @@ def open_point(point: Point, cpus):
 
 
 def measure_point(
-    point: Point, protocol: dict, binding: dict, cpus, t_setup: float
+    point: Point, protocol: dict, binding: records.Binding, cpus, t_setup: float
 ) -> records.Measurement:
     """Measure ``protocol["sessions"]`` fresh framework sessions one after another and pool
     their samples (``pool_sessions``). A new session re-draws memory layout and thread
@@ -232,12 +232,12 @@ def pool_sessions(point: Point, parts: list[records.Measurement]) -> records.Mea
     samples = [x for part in parts for x in part.samples_s]
     medians = [m for part in parts for m in part.session_medians_s]
     windows = [part.protocol for part in parts]
-    info = dict(windows[0]) if len(parts) == 1 else {"sessions": windows}
+    info = windows[0] if len(parts) == 1 else records.RunProtocol(sessions=windows)
     if point.mode == "latency":
         stats = summarize(samples, items_per_call=point.batch)
     else:
-        window = sum(w["window_s"] for w in windows)
-        info.update(window_s=window, items=sum(w["items"] for w in windows))
+        window = sum(w.window_s for w in windows)
+        info = info.model_copy(update={"window_s": window, "items": sum(w.items for w in windows)})
         stats = summarize(samples, items_per_call=point.batch, window_s=window)
     if len(medians) > 1:
         stats["between_session_cv"] = cv(np.asarray(medians))

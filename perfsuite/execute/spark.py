@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -25,6 +24,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -223,20 +223,19 @@ class SparkExecutor(BaseExecutor):
         # several tasks share the cores: the framework's own knobs for that (no spinning pool
         # stealing another task's CPU, no pinning every process to the first core of its mask)
         options = {**variant.framework_options, **get_backend(point.framework).shared_core_options}
-        job = {
-            "framework": point.framework,
-            "files": self._files(variant.path),
-            "main": variant.path.name,
-            "threads": spec.cpus_per_task,
-            "batch": point.batch,
-            "options": options,
-            "input": model.input_name,
-            "shape": list(model.input_shape),
-        }
-        built_from = (str(variant.path), variant.path.stat().st_mtime, job["threads"], job["batch"])
-        job["key"] = hashlib.sha256(
-            repr((*built_from, sorted(options.items()))).encode()
-        ).hexdigest()
+        built_from = (str(variant.path), variant.path.stat().st_mtime, spec.cpus_per_task,
+                      point.batch, sorted(options.items()))  # fmt: skip
+        job = tasks.SparkJob(
+            framework=point.framework,
+            files=self._files(variant.path),
+            main=variant.path.name,
+            threads=spec.cpus_per_task,
+            batch=point.batch,
+            options=options,
+            input=model.input_name,
+            shape=tuple(model.input_shape),
+            key=hashlib.sha256(repr(built_from).encode()).hexdigest(),
+        )
         self._bind(point.numa_node)  # starts the SparkSession
         with Deadline(self.spark.sparkContext, self.timeout, f"perfsuite-{point.id}") as deadline:
             try:
@@ -250,7 +249,7 @@ class SparkExecutor(BaseExecutor):
                     ) from exc
                 raise WorkerError(f"Spark job failed: {_cause(exc)}") from exc
 
-    def _pass(self, point: Point, model, job: dict) -> tuple[float, dict]:
+    def _pass(self, point: Point, model, job: tasks.SparkJob) -> tuple[float, Pass]:
         """One pass over the dataset; returns (wall seconds, parsed task output)."""
 
         spec, spark = point.spark, self.spark
@@ -281,26 +280,25 @@ class SparkExecutor(BaseExecutor):
                     break
                 discarded.append(window)
             walls.append(wall)
-            latencies += got["latencies"]
+            latencies += got.latencies
             windows.append(window)
             last = got
-        if len(last["outputs"]) != self.items:
-            raise WorkerError(
-                f"Spark returned {len(last['outputs'])} outputs for {self.items} items"
-            )
-        tasks = cold["tasks"] + last["tasks"]
+        if len(last.outputs) != self.items:
+            raise WorkerError(f"Spark returned {len(last.outputs)} outputs for {self.items} items")
+        tasks = cold.tasks + last.tasks
         _check_binding(point.numa_node, tasks)
-        agreement = self._agreement(point, model, variant, job, last["outputs"])
-        if not agreement["passed"]:
+        agreement = self._agreement(point, model, variant, job, last.outputs)
+        if not agreement.passed:
             raise WorkerError(
                 f"Spark outputs differ from single-process outputs: SQNR "
-                f"{agreement['sqnr_db']:.1f} dB < {agreement['threshold_db']} dB"
+                f"{agreement.sqnr_db:.1f} dB < {agreement.threshold_db} dB"
             )
         items = self.items * len(walls)
         stats = summarize(latencies, items_per_call=point.batch)
         stats["throughput_ips"] = items / sum(walls)  # end to end, the whole dataset
         per_batch = [w * point.batch / self.items for w in walls]
-        settings = {**(tasks[0]["settings"] if tasks else {}), **self._spark_settings(point)}
+        settings = {**(tasks[0].settings if tasks else {}), **self._spark_settings(point)}
+        workers = {t.pid: records.SparkWorker(pid=t.pid, cpus=t.cpus, mems=t.mems) for t in tasks}
         return records.Measurement.model_validate({
             "interference": interference_record(windows, discarded) if local else None,
             "counters": None,
@@ -309,7 +307,7 @@ class SparkExecutor(BaseExecutor):
             "stats": stats,
             "protocol": {"runs": len(walls), "items": items, "window_s": sum(walls)},
             "settings": settings,
-            "binding": {"workers": _workers(tasks)},
+            "binding": {"workers": [workers[pid] for pid in sorted(workers)]},
             "setup_s": cold_s,
             "isolation": "spark",
             "spark": {
@@ -319,8 +317,8 @@ class SparkExecutor(BaseExecutor):
                 "spark_session_start_s": self.start_s,
                 "cold_pass_s": cold_s,
                 "pass_s": walls,
-                "session_build_s": [t["build_s"] for t in cold["tasks"] if t["build_s"]],
-                "partition_s": [t["elapsed_s"] for t in last["tasks"] if "elapsed_s" in t],
+                "session_build_s": [t.build_s for t in cold.tasks if t.build_s],
+                "partition_s": [t.elapsed_s for t in last.tasks],
                 "agreement": agreement,
             },
             "model": {
@@ -345,30 +343,30 @@ class SparkExecutor(BaseExecutor):
         out["spark.pyspark.python"] = self.spark.sparkContext.pythonExec
         return out
 
-    def _agreement(self, point, model, variant, job, outputs: dict) -> dict:
+    def _agreement(self, point, model, variant, job, outputs: dict) -> records.SparkAgreement:
         """The first ``REFERENCE_ITEMS`` outputs against the same variant run in this process
         (same decode, same batch): the accuracy gate's metric and threshold."""
 
         n = min(REFERENCE_ITEMS, self.items)
         x = decode([b for _, b in self._rows(model)[:n]], model.input_shape)
         ref = accuracy.run_batches(
-            point.framework, variant.path, job["options"], x, model.input_name, point.batch
+            point.framework, variant.path, job.options, x, model.input_name, point.batch
         )
         ref = ref.reshape(n, -1).astype(np.float32)
         got = np.stack([np.frombuffer(outputs[i], np.float32) for i in range(n)])
         threshold = accuracy.THRESHOLDS.get(model.name, accuracy.THRESHOLDS["default"])
         sqnr = accuracy.centred_sqnr_db(ref, got)
         identical = bool(np.array_equal(ref, got))  # SQNR is +inf then, which JSON cannot hold
-        return {
-            "items": n,
-            "metric": "centred_sqnr_db",
-            "sqnr_db": None if identical else sqnr,
-            "identical": identical,
-            "threshold_db": threshold,
-            "top1_agreement": float(np.mean(ref.argmax(1) == got.argmax(1))),
-            "max_abs_diff": float(np.max(np.abs(ref - got))),
-            "passed": identical or bool(sqnr >= threshold),
-        }
+        return records.SparkAgreement(
+            items=n,
+            metric="centred_sqnr_db",
+            sqnr_db=None if identical else sqnr,
+            identical=identical,
+            threshold_db=threshold,
+            top1_agreement=float(np.mean(ref.argmax(1) == got.argmax(1))),
+            max_abs_diff=float(np.max(np.abs(ref - got))),
+            passed=identical or bool(sqnr >= threshold),
+        )
 
 
 def _cause(exc: Exception) -> str:
@@ -380,7 +378,7 @@ def _cause(exc: Exception) -> str:
     return raised[-1] if raised else f"{exc.__class__.__name__}: {lines[0] if lines else ''}"
 
 
-def _check_binding(node: int | None, tasks: list[dict]) -> None:
+def _check_binding(node: int | None, tasks: list[records.SparkTask]) -> None:
     """A bound point's workers must have run on the node's CPUs and memory (verified, as
     the single-process runner verifies its own binding)."""
     if node is None:
@@ -388,26 +386,29 @@ def _check_binding(node: int | None, tasks: list[dict]) -> None:
 
     want = set(placement.node(read_topology("/"), node).cpus)
     for t in tasks:
-        if not set(t["cpus"]) <= want or t["mems"] != str(node):
+        if not set(t.cpus) <= want or t.mems != str(node):
             raise WorkerError(
-                f"Spark worker pid {t['pid']} ran on CPUs {t['cpus']} memory nodes {t['mems']}, "
+                f"Spark worker pid {t.pid} ran on CPUs {t.cpus} memory nodes {t.mems}, "
                 f"not NUMA node {node} (CPUs {sorted(want)})"
             )
 
 
-def _workers(tasks: list[dict]) -> list[dict]:
-    """The Python workers that ran the tasks, with the CPUs and memory nodes they were on."""
-    seen = {t["pid"]: {"pid": t["pid"], "cpus": t["cpus"], "mems": t["mems"]} for t in tasks}
-    return [seen[k] for k in sorted(seen)]
+@dataclass
+class Pass:
+    """One pass over the dataset as the driver collected it."""
+
+    outputs: dict[int, bytes] = field(default_factory=dict)  # item -> its logits
+    latencies: list[float] = field(default_factory=list)  # one per inference call
+    tasks: list[records.SparkTask] = field(default_factory=list)  # the tasks' own reports
 
 
-def _parse(rows) -> dict:
-    outputs, latencies, tasks = {}, [], []
+def _parse(rows) -> Pass:
+    got = Pass()
     for idx, out, lat, meta in rows:
         if meta:
-            tasks.append(json.loads(meta))
+            got.tasks.append(records.SparkTask.model_validate_json(meta))
         if idx >= 0:
-            outputs[idx] = out
+            got.outputs[idx] = out
             if lat is not None:
-                latencies.append(lat)
-    return {"outputs": outputs, "latencies": latencies, "tasks": tasks}
+                got.latencies.append(lat)
+    return got

@@ -39,22 +39,22 @@ def serve(point: Point | dict, protocol: dict, say, lines) -> None:
                 call = slowed(session.callable(inputs), point.id)
                 warm = warm_up(call, p)
             else:
-                warm = session.run_throughput(inputs, seconds=p.warmup_time).seconds
-            say({"ready": True, "setup_s": time.perf_counter() - t0, "warmup": warm})
+                session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded
+            say({"ready": True, "setup_s": time.perf_counter() - t0})
             for line in lines:
                 cmd, _, arg = line.strip().partition(" ")
                 if cmd == "turn":
                     secs = float(arg)
-                    if latency:  # warm={}: warmed up already
+                    if latency:  # warmed up already
                         turn = Protocol(min_time=secs, min_samples=1)
-                        samples, _ = measure_latency(call, turn, warm={})
+                        samples, _ = measure_latency(call, turn, warm)
                     else:
                         samples = session.run_throughput(inputs, seconds=secs).latencies_s
                     say({"samples_s": samples})
                 elif cmd == "stop":
                     break
             say({
-                "settings": dict(session.settings), "binding": binding,
+                "settings": dict(session.settings), "binding": dump(binding),
                 "software": software_versions(), "model": dump(model_info(model, variant)),
             })  # fmt: skip
 

@@ -20,7 +20,7 @@ def main() -> int:
     result_fd = os.dup(1)
     os.dup2(2, 1)
     fn, args, kwargs = pickle.load(sys.stdin.buffer)
-    binding = numa.current_binding("numactl").as_dict()
+    binding = numa.current_binding("numactl")
     try:
         out = ("ok", (fn(*args, **kwargs), binding))
     except BaseException as exc:  # report everything to the parent

@@ -12,7 +12,7 @@ import os
 import socket
 import time
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.spark import Deadline, start
@@ -41,17 +41,12 @@ def executor_id() -> str:
     return os.path.basename(dirs) or f"pid{os.getppid()}"
 
 
-def _on_host(fn, payload, _index: int) -> dict:
+def _on_host(fn, payload, _index: int) -> HostResult:
     try:
         value, error = fn(payload), None
     except Exception as exc:  # reported per host; one bad host must not hide the others
         value, error = None, f"{exc.__class__.__name__}: {exc}"
-    return {
-        "hostname": socket.gethostname(),
-        "executor": executor_id(),
-        "value": value,
-        "error": error,
-    }
+    return HostResult(socket.gethostname(), executor_id(), value, error)
 
 
 def _wait_for_executors(sc, hosts: int, seconds: float) -> int:
@@ -108,16 +103,17 @@ def run_on_hosts(
                 raise WorkerError(f"fleet run on {master} failed: {why}") from exc
     finally:
         spark.stop()
-    names = [g["hostname"] for g in got]
-    out, seen = [], set()
+    names = [g.host for g in got]
+    seen = set()
     for g in got:
-        key = (g["hostname"], g["executor"])
-        if key in seen:
+        if (g.host, g.executor) in seen:
             raise WorkerError(
-                f"two tasks ran on executor {g['executor']} of {g['hostname']}: the cluster "
+                f"two tasks ran on executor {g.executor} of {g.host}: the cluster "
                 f"has fewer than {hosts} executors of {host_cores} core(s)"
             )
-        seen.add(key)
-        host = g["hostname"] if names.count(g["hostname"]) == 1 else f"{g['hostname']}#{key[1]}"
-        out.append(HostResult(host, g["executor"], g["value"], g["error"]))
-    return sorted(out, key=lambda r: r.host)
+        seen.add((g.host, g.executor))
+    # loopback "hosts" share a hostname: the executor id tells them apart
+    return sorted(
+        (replace(g, host=f"{g.host}#{g.executor}") if names.count(g.host) > 1 else g for g in got),
+        key=lambda r: r.host,
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from perfsuite import records
 from perfsuite.fleet.fan_out import run_on_hosts
@@ -19,16 +20,27 @@ from perfsuite.store.database import open_history
 from perfsuite.writing import atomic_write_text, write_json
 
 
-def qualify_task(payload: dict) -> dict:
+class QualifyAsked(NamedTuple):
+    quick: bool
+    reference: dict | None  # a reference record sent along (JSON), else the host's class's
+    no_reference: bool
+
+
+class QualifyReply(NamedTuple):
+    report: dict  # the QualificationReport record (JSON: the contract between machines)
+    html: str
+
+
+def qualify_task(asked: QualifyAsked) -> QualifyReply:
     """Runs on an executor host: its own fingerprint, its class's shipped reference (or the
     one sent along), its own measurements."""
     fp = fingerprint("/", frameworks=software_versions())
-    ref = payload["reference"] and records.load_reference(payload["reference"])
-    if ref is None and not payload["no_reference"]:
+    ref = asked.reference and records.load_reference(asked.reference)
+    if ref is None and not asked.no_reference:
         ref = checks.load_reference(None, fp.hardware_class)
-    report, _ = qualify_here(quick=payload["quick"], reference=ref, fp=fp)
+    report, _ = qualify_here(quick=asked.quick, reference=ref, fp=fp)
     page = checks.html(report.checks, f"qualification of {socket.gethostname()}")
-    return {"report": records.dump(report), "html": page}
+    return QualifyReply(records.dump(report), page)
 
 
 @dataclass
@@ -49,22 +61,19 @@ def qualify_fleet(
     no_reference: bool = False,
     store_url: str | None = None,
 ) -> FleetRun:
-    payload = {
-        "quick": quick,
-        "reference": reference and records.dump(reference),
-        "no_reference": no_reference,
-    }
-    results = run_on_hosts(master, hosts, qualify_task, payload, host_cores=host_cores)
+    asked = QualifyAsked(quick, reference and records.dump(reference), no_reference)
+    results = run_on_hosts(master, hosts, qualify_task, asked, host_cores=host_cores)
     run = FleetRun({}, {}, {})
     for r in results:
         if r.error or not r.value:
             run.errors[r.host] = r.error or "no report"
             continue
-        report = records.load_qualification(r.value["report"], f"the report of {r.host}")
+        reply = QualifyReply(*r.value)
+        report = records.load_qualification(reply.report, f"the report of {r.host}")
         # loopback "hosts" share a hostname: the fleet tells them apart by executor
         report = report.model_copy(update={"fingerprint": report.fingerprint.on_host(r.host)})
         folder = out / r.host.replace("/", "_")
-        atomic_write_text(folder / "qualification.html", r.value["html"])
+        atomic_write_text(folder / "qualification.html", reply.html)
         run.reports[r.host] = report
         run.written[r.host] = write_json(folder / "qualification.json", records.dump(report))
     if run.reports:  # where results go: --store, $PERFSUITE_STORE or the default SQLite

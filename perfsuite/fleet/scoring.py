@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -71,11 +71,21 @@ def metrics(measurements: dict) -> dict[str, float]:
 
 
 @dataclass
+class Failure:
+    metric: str
+    rule: str
+    category: str
+    value: float | None  # None (and deviation None): the host did not report the metric
+    fleet_median: float
+    deviation: float | None = None
+
+
+@dataclass
 class HostScore:
     host: str
     hardware_class: str
     verdict: str  # PASS | FAIL
-    failures: list[dict] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)  # in report order
     outliers: list[str] = field(default_factory=list)
     z: dict[str, float] = field(default_factory=dict)
 
@@ -106,9 +116,7 @@ def score(hosts: dict[str, dict], rules: list[Rule], hardware_class: str) -> lis
         have = [n for n in names if m in hosts[n]]
         values = np.array([hosts[n][m] for n in have])
         centre = float(np.median(values))
-        # a failure, in report order; value and deviation None: the host did not report m
-        failure = {"metric": m, "rule": rule.name, "category": rule.category, "value": None}
-        failure |= {"fleet_median": centre, "deviation": None}
+        missing = Failure(m, rule.name, rule.category, None, centre)
         for n, z in zip(have, robust_z(values), strict=True):
             scores[n].z[m] = float(z)
             if abs(z) > OUTLIER_Z:
@@ -116,10 +124,10 @@ def score(hosts: dict[str, dict], rules: list[Rule], hardware_class: str) -> lis
             dev = hosts[n][m] / centre - 1 if centre else 0.0
             bad = -dev if rule.worse == "lower" else dev
             if bad > rule.max_deviation:
-                scores[n].failures.append(failure | {"value": hosts[n][m], "deviation": dev})
+                scores[n].failures.append(replace(missing, value=hosts[n][m], deviation=dev))
         for n in names:
             if m not in hosts[n]:
-                scores[n].failures.append(dict(failure))
+                scores[n].failures.append(missing)
     for s in scores.values():
         s.verdict = "FAIL" if s.failures else "PASS"
     return [scores[n] for n in names]

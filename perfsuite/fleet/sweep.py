@@ -8,6 +8,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -18,16 +19,22 @@ from perfsuite.host.topology import read_topology
 from perfsuite.prepare.backends import software_versions
 from perfsuite.store.database import open_history
 from perfsuite.store.files import RunDir
-from perfsuite.sweep.plan import make_profile
+from perfsuite.sweep.plan import Profile
 from perfsuite.sweep.session import PerfSession, run_summary
 
 
-def sweep_task(payload: dict) -> dict:
+class SweepReply(NamedTuple):
+    """A host's sweep, serialised (``records.dump``): the record format is the contract
+    between machines."""
+
+    fingerprint: dict
+    records: list[dict]
+    skipped: dict[str, str]  # point id -> why it did not run
+
+
+def sweep_task(profile: Profile) -> SweepReply:
     """Runs on an executor host: every runnable point of the profile, each in a fresh worker
-    (the sweep's ``worker`` executor, closed with the session whatever happens). The records
-    travel back serialised (``records.dump``): the record format is the contract between
-    machines."""
-    profile = make_profile(payload["name"], payload["profile"])
+    (the sweep's ``worker`` executor, closed with the session whatever happens)."""
     with tempfile.TemporaryDirectory(prefix="perfsuite-fleet-", ignore_cleanup_errors=True) as tmp:
         session = PerfSession(
             profile,
@@ -42,11 +49,11 @@ def sweep_task(payload: dict) -> dict:
             results = [session.run(p) for p in points if not p.skip]
         finally:
             session.close()
-        return {
-            "fingerprint": session.fingerprint.as_dict(),
-            "records": [records.dump(res) for res in results],
-            "skipped": {p.id: p.skip for p in points if p.skip},
-        }
+        return SweepReply(
+            session.fingerprint.as_dict(),
+            [records.dump(res) for res in results],
+            {p.id: p.skip for p in points if p.skip},
+        )
 
 
 @dataclass
@@ -68,19 +75,18 @@ def sweep_fleet(
     store_url: str | None = None,
     timeout: float = 3600.0,
 ) -> FleetSweep:
-    raw = profile.as_dict()
-    raw.pop("name")
-    payload = {"name": profile.name, "profile": raw}
-    got = run_on_hosts(master, hosts, sweep_task, payload, host_cores=host_cores, timeout=timeout)
+    got = run_on_hosts(master, hosts, sweep_task, profile, host_cores=host_cores, timeout=timeout)
     fleet = FleetSweep({}, {}, {}, {}, {})
     store = open_history(store_url)
     for r in got:
         if r.error or not r.value:
             fleet.errors[r.host] = r.error or "no result"
             continue
-        # the host's JSON, read as records; loopback "hosts" share a hostname
-        fp = records.Fingerprint.model_validate(r.value["fingerprint"]).on_host(r.host)
-        results = [records.load_result(d, f"{r.host}: {d.get('id')}") for d in r.value["records"]]
+        reply = SweepReply(*r.value)  # the host's JSON, read as records
+        fp = records.Fingerprint.model_validate(reply.fingerprint).on_host(r.host)
+        results = [
+            records.load_result(d, f"{r.host}: result {i + 1}") for i, d in enumerate(reply.records)
+        ]
         run = RunDir(out / r.host.replace("/", "_"), profile.name)
         if results:
             done = records.Run(summary=run_summary(profile.as_dict(), fp, results),
@@ -90,7 +96,7 @@ def sweep_fleet(
         fleet.runs[r.host] = run.path
         fleet.records[r.host] = results
         fleet.fingerprints[r.host] = fp
-        fleet.skipped[r.host] = r.value["skipped"]
+        fleet.skipped[r.host] = reply.skipped
     return fleet
 
 

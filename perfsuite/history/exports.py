@@ -99,7 +99,7 @@ def _github(source: Provenance | None) -> dict | None:
 def conbench(run: Run) -> list[dict]:
     summary = run.summary
     run_id = hashlib.sha256(f"{run.source}|{_started(run).isoformat()}".encode()).hexdigest()[:32]
-    profile = str(summary.profile.get("name", "unknown"))
+    profile = summary.profile_name or "unknown"
     out = []
     for r in _ok(run):
         p = r.point

@@ -264,7 +264,7 @@ def fingerprint(
         fields.update(collect_software())
         fields.update(frameworks or {})
     notes = list(topo.notes) + reader.notes
-    node_mem = [n["mem_total_bytes"] for n in fields.get("numa.nodes") or []]
+    node_mem = [n.mem_total_bytes for n in topo.numa_nodes or []]
     total = fields.get("memory.total_bytes")
     if total and node_mem and None not in node_mem and abs(sum(node_mem) - total) > 0.1 * total:
         notes.append(

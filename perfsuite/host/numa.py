@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import ctypes
 import os
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from perfsuite.host.topology import format_cpulist, parse_cpulist
+from perfsuite.records import Binding
 
 MPOL_DEFAULT, MPOL_PREFERRED, MPOL_BIND, MPOL_INTERLEAVE = 0, 1, 2, 3
 _MODES = {0: "default", 1: "preferred", 2: "bind", 3: "interleave", 4: "local"}
@@ -24,18 +24,6 @@ MAX_NODES = 1024
 
 class BindingError(RuntimeError):
     """A requested binding could not be applied or did not verify."""
-
-
-@dataclass(frozen=True)
-class Binding:
-    cpus_allowed: str
-    mems_allowed: str
-    mempolicy: str
-    mempolicy_nodes: str
-    mechanism: str
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def _libc():
@@ -117,23 +105,23 @@ def bind(cpus: list[int] | None = None, mem_nodes: list[int] | None = None) -> B
     if mem_nodes is not None:
         set_mempolicy(MPOL_BIND, mem_nodes)
     got = current_binding("sched_setaffinity+set_mempolicy")
-    verify(got.as_dict(), cpus, mem_nodes, got.mechanism)
+    verify(got, cpus, mem_nodes, got.mechanism)
     return got
 
 
-def verify(binding: dict, cpus, mem_nodes, mechanism: str) -> None:
+def verify(binding: Binding, cpus, mem_nodes, mechanism: str) -> None:
     """The one check that a binding took, whoever made it (syscalls here, numactl in
     ``perfsuite.execute.bound``): BindingError naming what was asked and what is in force."""
-    if cpus is not None and parse_cpulist(binding["cpus_allowed"]) != sorted(set(cpus)):
+    if cpus is not None and parse_cpulist(binding.cpus_allowed) != sorted(set(cpus)):
         raise BindingError(
             f"{mechanism}: asked for CPUs {format_cpulist(cpus)}, the process runs on "
-            f"{binding['cpus_allowed']}"
+            f"{binding.cpus_allowed}"
         )
     if mem_nodes is not None and (
-        binding["mempolicy"] != "bind"
-        or parse_cpulist(binding["mempolicy_nodes"] or "") != sorted(mem_nodes)
+        binding.mempolicy != "bind"
+        or parse_cpulist(binding.mempolicy_nodes or "") != sorted(mem_nodes)
     ):
         raise BindingError(
             f"{mechanism}: asked for memory bound to node(s) {format_cpulist(mem_nodes)}, the "
-            f"process has {binding['mempolicy']} {binding['mempolicy_nodes']}"
+            f"process has {binding.mempolicy} {binding.mempolicy_nodes}"
         )

@@ -89,14 +89,12 @@ def _more_typical(old, new, centre: float):
     return new if d_new < d_old else old
 
 
-def _instructions(old, instructions: dict | None, update: bool, now: str):
+def _instructions(old, new: records.InstructionCounts | None, update: bool, now: str):
     """The counts to keep, and whether they changed what was stored. Counts that differ from
     stored ones are a code change: replaced only on update."""
-    if not instructions:
+    if not new:
         return old, False
-    new = records.InstructionCounts(
-        isa=instructions["isa"], counts=dict(instructions["counts"]), recorded=now
-    )
+    new = new.model_copy(update={"recorded": now})
     if old and (old.isa, old.counts) == (new.isa, new.counts):
         return old, False
     if old and not update:
@@ -118,7 +116,7 @@ def merged(
     *,
     update: bool = False,
     add_run: bool = False,
-    instructions: dict | None = None,
+    instructions: records.InstructionCounts | None = None,
     where: str = "the baseline",
 ) -> tuple[records.Baseline, list[str], list[str]]:
     """``old`` with the ok ``results`` added: (new baseline, added ids, updated ids).

@@ -215,7 +215,7 @@ class HistoryStore:
             "run_key": _key("run", fp.fields, content),
             "kind": "run",
             "started_at": started,
-            "profile": run.summary.profile.get("name", "?"),
+            "profile": run.summary.profile_name or "?",
             "perfsuite_version": fp.fields.get("software.perfsuite"),
             "software": results[0].software,
             "commit": commit or (run.summary.source and run.summary.source.commit),

@@ -115,7 +115,7 @@ class FileStore:
         """Keep ``run`` as a run directory here; False when it is one already."""
         if run.source and Path(run.source).parent.resolve() == self.root.resolve():
             return False
-        RunDir(self.root, run.summary.profile.get("name", "run")).write(run)
+        RunDir(self.root, run.summary.profile_name or "run").write(run)
         return True
 
     def runs(self) -> list[Path]:

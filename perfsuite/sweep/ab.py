@@ -86,10 +86,10 @@ def measure_turns(a: Side, b: Side, point: Point, protocol: dict, turns: int, tu
         out = {}
         for name, w in workers.items():
             final = w.ask("stop")  # the worker's JSON: settings, binding, software, model
+            how = records.RunProtocol(turns=turns, turn_s=turn_s, turn_medians_s=medians[name])
             measured = records.Measurement(
                 samples_s=samples[name], setup_s=setup[name], settings=final.settings,
-                binding=final.binding, model=final.model,
-                protocol={"turns": turns, "turn_s": turn_s, "turn_medians_s": medians[name]},
+                binding=final.binding, model=final.model, protocol=how,
             )  # fmt: skip
             out[name] = Measured(measured, final.software)
         return out
@@ -100,7 +100,7 @@ def round_ratio(a: records.Measurement, b: records.Measurement) -> float:
     each pair timed within a second of each other (not the medians of the pooled calls, which
     a change of speed mid-round splits: docs/measurements/2026-12-03-zen3-ab.md). Whole
     windows: the ratio of the two windows' medians."""
-    ta, tb = (x.protocol.get("turn_medians_s") for x in (a, b))
+    ta, tb = (x.protocol.turn_medians_s for x in (a, b))
     if ta and tb:
         return float(np.exp(np.median(np.log(np.asarray(tb) / np.asarray(ta)))))
     return float(np.median(b.samples_s) / np.median(a.samples_s))

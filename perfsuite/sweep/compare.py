@@ -25,7 +25,7 @@ def _load(path: Path) -> tuple[Side, str]:
         return Side.of_baseline(baseline, str(path)), baseline.profile
     run = read_run(path)
     side = Side.of_results(run.summary.fingerprint, run.results, run.source)
-    return side, str(run.summary.profile.get("name", ""))
+    return side, run.summary.profile_name or ""
 
 
 def _is_store(text: str) -> bool:

@@ -6,6 +6,7 @@ code)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +54,7 @@ class Outcome:
     report_lines: list[str] = field(default_factory=list)  # the sweep's section
     report: Path | None = None  # report.html
     internal_error: bool = False  # a bug, not a verdict: pytest exits 3 (INTERNAL_ERROR)
-    instructions: dict | None = None  # {"isa", "counts"} when the profile asked for them
+    instructions: records.InstructionCounts | None = None  # when the profile asked for them
     icount_lines: list[str] = field(default_factory=list)  # for the HTML report
     gate_report: records.GateReport | None = None  # gate.json's content, for the history
 
@@ -113,7 +114,7 @@ def finish(session, opts: FinishOptions) -> Outcome:
     return out
 
 
-def _count_instructions(session, out: Outcome) -> dict | None:
+def _count_instructions(session, out: Outcome) -> records.InstructionCounts | None:
     """The kernel points' instruction counts (valgrind), written beside the records."""
     why = ic.unavailable()
     if why:
@@ -128,7 +129,9 @@ def _count_instructions(session, out: Outcome) -> dict | None:
     atomic_write_text(session.run_dir / "instructions.json", ic.dump(counts))
     out.icount_lines = [f"{ic.ISA}, no baseline compared", f"{'count':>16}  point"]
     out.icount_lines += [f"{n:>16,d}  {pid}" for pid, n in sorted(counts.items())]
-    return {"isa": ic.ISA, "counts": counts}
+    return records.InstructionCounts(
+        isa=ic.ISA, counts=counts, recorded=dt.datetime.now(dt.UTC).isoformat()
+    )
 
 
 def _gate_instructions(baseline: records.Baseline | None, out: Outcome, fail_on: str) -> None:
@@ -143,13 +146,13 @@ def _gate_instructions(baseline: records.Baseline | None, out: Outcome, fail_on:
             "(into an existing baseline: add --perf-add-baseline-run)"
         )
         return
-    if stored.isa != out.instructions["isa"]:
+    if stored.isa != out.instructions.isa:
         out.lines.append(
             f"instruction counts: baseline counted {stored.isa}, this run "
-            f"{out.instructions['isa']}: not compared"
+            f"{out.instructions.isa}: not compared"
         )
         return
-    rows = judge_counts(stored.counts, out.instructions["counts"])
+    rows = judge_counts(stored.counts, out.instructions.counts)
     out.lines += ic.table(rows)
     head = f"{ic.ISA}, against the baseline (threshold {COUNT_THRESHOLD:.0%})"
     out.icount_lines = [head, *ic.table(rows)]
