@@ -75,3 +75,8 @@ def check_writable_dir(path: Path | str, what: str) -> None:
     except OSError as exc:
         where = "is not writable" if probe == path else f"cannot be created under {probe}"
         raise NotWritable(f"{what} {path} {where} ({exc.strerror})") from None
+
+
+def md_cell(text: str) -> str:
+    """``text`` safe inside a Markdown table cell (a PR comment, a job summary)."""
+    return str(text).replace("|", "\\|").replace("\n", " ")

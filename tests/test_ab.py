@@ -212,6 +212,9 @@ def test_ab_in_turns_finds_a_slowdown_and_names_a_broken_side(tmp_path):
     (run,) = tmp_path.glob("*-ab")
     (v,) = json.loads((run / "ab.json").read_text())["verdicts"]
     assert v["rounds"] == 4 and 1.0 < v["change"] < 8.0
+    comment = (run / "ab.md").read_text()  # the PR comment's table
+    assert "**1 of 1 point(s) regressed or failed**" in comment
+    assert f"| regressed | {v['change']:+.2%} |" in comment and v["id"] in comment
     page = (run / "ab.html").read_text()
     assert "<tr class='regressed'><td>regressed</td>" in page and "id='rounds'" in page
     for side in ("a", "b"):
@@ -240,3 +243,18 @@ def test_ab_bad_input_is_one_line(tmp_path):
     assert r.returncode == 2 and r.stderr.strip().startswith("perfsuite ab: --turns -1")
     r = _ab(tmp_path, "--rounds", "5", "--max-rounds", "4")
     assert r.returncode == 2 and "fewer than --rounds 5" in r.stderr
+
+
+def test_the_pr_comment_table_puts_regressions_first_and_keeps_its_columns():
+    from perfsuite.gate.paired import PairedVerdict
+    from perfsuite.sweep.ab_report import markdown
+
+    ok = PairedVerdict("m-ok", "unchanged", 0.001, (-0.01, 0.012), 0.5, rounds=5, alpha=0.01)
+    bad = PairedVerdict("m|x\nbad", "regressed", 0.05, (0.03, 0.07), 0.001, rounds=5, alpha=0.01)
+    gone = PairedVerdict("m-err", "error", rounds=0, reason="B: no | module")
+    text = markdown([ok, bad, gone], "a/bin/python", "b/bin/python", "amd-zen4-2c-1n")
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    assert "**2 of 3 point(s) regressed or failed**" in text
+    assert [r.split(" | ")[0] for r in rows[1:]] == ["| regressed", "| error", "| unchanged"]
+    # an id or reason with "|" or a newline stays in its cell: every row has 7 cells
+    assert all(r.replace("\\|", "").count("|") == 8 for r in rows)

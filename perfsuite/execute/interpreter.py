@@ -34,6 +34,11 @@ sys.stdout.write("\\n" + json.dumps(out, default=str) + "\\n")
 """
 
 
+# -P: the side's own installed perfsuite, never a source tree that happens to be the working
+# directory (a pull request's checkout, whose kernels are not built)
+SAFE_PATH = ("-P",)
+
+
 class Interpreter(BaseExecutor):
     name = "interpreter"
 
@@ -58,7 +63,14 @@ class Interpreter(BaseExecutor):
         """One fresh process of this interpreter measuring ``point``."""
         try:
             proc = subprocess.run(
-                [self.python, "-c", SNIPPET, json.dumps(dump(point)), json.dumps(protocol)],
+                [
+                    self.python,
+                    *SAFE_PATH,
+                    "-c",
+                    SNIPPET,
+                    json.dumps(dump(point)),
+                    json.dumps(protocol),
+                ],
                 capture_output=True,
                 text=True,
                 timeout=self.timeout,
@@ -92,8 +104,8 @@ class TurnWorker:
     def __init__(self, interpreter: Interpreter, point: Point, protocol: dict):
         self.label, self.pid, self.timeout = interpreter.label, point.id, interpreter.timeout
         self.err = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())
-        cmd = [interpreter.python, "-m", "perfsuite.execute.turns", json.dumps(dump(point)),
-               json.dumps(protocol)]  # fmt: skip
+        cmd = [interpreter.python, *SAFE_PATH, "-m", "perfsuite.execute.turns",
+               json.dumps(dump(point)), json.dumps(protocol)]  # fmt: skip
         try:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True,

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend 
 from matplotlib.ticker import PercentFormatter
 
 from perfsuite.gate.report import png
-from perfsuite.writing import atomic_write_text
+from perfsuite.writing import atomic_write_text, md_cell
 
 
 def _plot(verdicts) -> str | None:
@@ -34,23 +34,49 @@ def _plot(verdicts) -> str | None:
     return png(fig)
 
 
+COLUMNS = ("verdict", "B/A-1", "95% interval", "p (Holm)", "alpha", "rounds", "point")
+
+
+def _cells(v) -> list[str]:
+    if v.change is None:  # not judged: the reason goes with the point
+        return [
+            v.verdict,
+            "",
+            "",
+            "",
+            "",
+            str(v.rounds),
+            v.id + (f": {v.reason}" if v.reason else ""),
+        ]
+    return [
+        v.verdict, f"{v.change:+.2%}", f"[{v.ci[0]:+.2%}, {v.ci[1]:+.2%}]",
+        f"{v.p:.2g}", f"{v.alpha:.2g} (look {v.look})", str(v.rounds), v.id,
+    ]  # fmt: skip
+
+
+def markdown(verdicts, a_desc: str, b_desc: str, hardware_class: str) -> str:
+    """The verdict table as GitHub Markdown (a PR comment, a job summary), regressions first."""
+    order = {"regressed": 0, "error": 1}
+    rows = sorted(verdicts, key=lambda v: order.get(v.verdict, 2))
+    bad = sum(v.verdict in order for v in verdicts)
+    lines = [
+        f"**{bad} of {len(verdicts)} point(s) regressed or failed** on {md_cell(hardware_class)}"
+        f" (A `{md_cell(a_desc)}`, B `{md_cell(b_desc)}`)",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + " --- |" * len(COLUMNS),
+    ]
+    lines += ["| " + " | ".join(md_cell(c) for c in _cells(v)) + " |" for v in rows]
+    return "\n".join(lines) + "\n"
+
+
 def html_page(verdicts, a_desc: str, b_desc: str, hardware_class: str) -> str:
     esc = html.escape
-    rows = []
-    for v in verdicts:
-        if v.change is None:  # not judged: the reason goes with the point
-            point = v.id + (f": {v.reason}" if v.reason else "")
-            cells = [v.verdict, "", "", "", "", str(v.rounds), point]
-        else:
-            cells = [
-                v.verdict, f"{v.change:+.2%}", f"[{v.ci[0]:+.2%}, {v.ci[1]:+.2%}]",
-                f"{v.p:.2g}", f"{v.alpha:.2g} (look {v.look})", str(v.rounds), v.id,
-            ]  # fmt: skip
-        rows.append(f"<tr class='{esc(v.verdict)}'>" + "".join(f"<td>{esc(c)}</td>" for c in cells))
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("verdict", "B/A-1", "95% interval", "p (Holm)", "alpha", "rounds", "point")
-    )
+    rows = [
+        f"<tr class='{esc(v.verdict)}'>" + "".join(f"<td>{esc(c)}</td>" for c in _cells(v))
+        for v in verdicts
+    ]
+    head = "".join(f"<th>{h}</th>" for h in COLUMNS)
     img = _plot(verdicts)
     plot = f"<h2>Rounds</h2><img id='rounds' src='{img}' alt='per-round ratios'>" if img else ""
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>perfsuite ab</title>
@@ -62,6 +88,8 @@ tr.regressed{{background:#fdd}}tr.improved{{background:#dfd}}tr.error{{backgroun
 
 
 def write(run_dir: Path, verdicts, a_desc: str, b_desc: str, hardware_class: str) -> Path:
+    """``ab.html`` and ``ab.md`` (the table a pull request's comment carries)."""
     path = Path(run_dir) / "ab.html"
     atomic_write_text(path, html_page(verdicts, a_desc, b_desc, hardware_class))
+    atomic_write_text(path.with_suffix(".md"), markdown(verdicts, a_desc, b_desc, hardware_class))
     return path
