@@ -13,6 +13,7 @@ import os
 import time
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
@@ -32,8 +33,7 @@ KNOWN_ISAS = tuple(_VARIANTS)
 
 
 def cpu_features() -> dict[str, bool]:
-    """What cpuid/xgetbv report for each of CPU_FLAGS and OS_STATES (CPU support and
-    OS-enabled register state)."""
+    """What cpuid/xgetbv report for each of CPU_FLAGS and OS_STATES (OS register state)."""
     return _kernels.cpu_features()
 
 
@@ -172,14 +172,11 @@ _GEMM_DTYPES = {
     "u8s8": (np.uint8, np.int8, np.int32),
     "bf16": (np.uint16, np.uint16, np.float32),
 }
-_ELEM_BYTES = {op: np.dtype(types[0]).itemsize for op, types in _GEMM_DTYPES.items()}
 
 
 def _cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, int]:
     """Cache sizes of CPU 0 from sysfs ("L1d", "L2", "L3"). The kernels read them here, not
     through perfsuite.host (which sits above the kernels and records their variant)."""
-    from pathlib import Path
-
     out = {}
     for d in Path(root).glob("index*"):
         try:
@@ -197,9 +194,9 @@ def _cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, 
 def blocking(op: str = "f32", isa: str | None = None) -> Blocking:
     """Block sizes for GEMM ``op`` (f32, u8s8, bf16) with variant ``isa``'s register tile,
     derived from this host's cache sizes (sysfs), Zen 3 sizes as fallback."""
-    if op not in _ELEM_BYTES:
-        raise ValueError(f"unknown GEMM op {op!r}; choose one of {', '.join(_ELEM_BYTES)}")
-    elem_bytes = _ELEM_BYTES[op]
+    if op not in _GEMM_DTYPES:
+        raise ValueError(f"unknown GEMM op {op!r}; choose one of {', '.join(_GEMM_DTYPES)}")
+    elem_bytes = np.dtype(_GEMM_DTYPES[op][0]).itemsize
     MR, NR, _kstep = variant_info(isa or _active_isa())["tiles"][op]
 
     caches = {"L1d": 32 << 10, "L2": 512 << 10, "L3": 32 << 20} | _cache_bytes()
@@ -252,9 +249,9 @@ def matmul_seed(a, b, out=None, *, isa: str | None = None) -> np.ndarray:
     return out
 
 
-def _gemm_call(op: str, a, b, out, threads, isa, block) -> tuple:
-    """Validated arguments of a ``_kernels.gemm_*_into`` call: A, B, C, isa code, mc, kc, nc,
-    threads."""
+def _gemm(op: str, into, a, b, out, threads, isa, block, *extra) -> np.ndarray:
+    """Validate the arguments and run ``into``, a ``_kernels.gemm_*_into`` (``extra``: its
+    op-specific arguments after the isa code); returns C."""
     ta, tb, tc = _GEMM_DTYPES[op]
     a = _array("A", a, ta, 2)
     b = _array("B", b, tb, 2)
@@ -265,16 +262,15 @@ def _gemm_call(op: str, a, b, out, threads, isa, block) -> tuple:
     blk = blocking(op, KNOWN_ISAS[code]) if block is None else block
     if not isinstance(blk, Blocking):
         raise TypeError(f"block must be a Blocking, got {type(block).__name__}")
-    return a, b, out, code, blk.mc_l2, blk.kc_l1, blk.nc_l3, threads
+    into(a, b, out, code, *extra, blk.mc_l2, blk.kc_l1, blk.nc_l3, threads)
+    return out
 
 
 def gemm_f32(
     a, b, out=None, threads: int = 1, *, isa: str | None = None, block: Blocking | None = None
 ) -> np.ndarray:
     """C := A @ B (float32, any M, N, K >= 1, any alignment), blocked and packed."""
-    call = _gemm_call("f32", a, b, out, threads, isa, block)
-    _kernels.gemm_f32_into(*call)
-    return call[2]
+    return _gemm("f32", _kernels.gemm_f32_into, a, b, out, threads, isa, block)
 
 
 def gemm_u8s8_s32(
@@ -288,9 +284,8 @@ def gemm_u8s8_s32(
     block: Blocking | None = None,
 ) -> np.ndarray:
     """C := A @ B with A uint8, B int8, C int32 (saturation: docs/guide/kernels.md)."""
-    a, b, out, code, mc, kc, nc, threads = _gemm_call("u8s8", a, b, out, threads, isa, block)
-    _kernels.gemm_u8s8_s32_into(a, b, out, code, bool(exact), mc, kc, nc, threads)
-    return out
+    into = _kernels.gemm_u8s8_s32_into
+    return _gemm("u8s8", into, a, b, out, threads, isa, block, bool(exact))
 
 
 def gemm_bf16(
@@ -298,9 +293,7 @@ def gemm_bf16(
 ) -> np.ndarray:
     """C := A @ B with A, B bf16 (uint16 bit patterns, see ``to_bf16``) and C float32; each
     pair of products is added to the fp32 accumulator (vdpbf16ps semantics)."""
-    call = _gemm_call("bf16", a, b, out, threads, isa, block)
-    _kernels.gemm_bf16_into(*call)
-    return call[2]
+    return _gemm("bf16", _kernels.gemm_bf16_into, a, b, out, threads, isa, block)
 
 
 def to_bf16(x, *, isa: str | None = None) -> np.ndarray:
@@ -350,13 +343,12 @@ def _quantized(into, x, out_dtype, scale, zero_point, axis, qdtype, isa) -> np.n
         raise ValueError(f"zero_point outside the {qdtype} range [{lo}, {hi}]")
     if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
         raise ValueError("scale must be finite and > 0")
-    ndim = len(x.shape)
     if scale.ndim == 0 and zp.ndim == 0:
-        outer, channels, inner = 1, 1, int(np.prod(x.shape))
+        outer, channels, inner = 1, 1, x.size
     else:
-        ax = axis + ndim if axis < 0 else axis
-        if not 0 <= ax < ndim:
-            raise ValueError(f"axis {axis} out of range for {ndim}-D input")
+        ax = axis + x.ndim if axis < 0 else axis
+        if not 0 <= ax < x.ndim:
+            raise ValueError(f"axis {axis} out of range for {x.ndim}-D input")
         channels = x.shape[ax]
         scale = np.broadcast_to(scale, (channels,)) if scale.ndim == 0 else scale
         zp = np.broadcast_to(zp, (channels,)) if zp.ndim == 0 else zp
@@ -365,8 +357,7 @@ def _quantized(into, x, out_dtype, scale, zero_point, axis, qdtype, isa) -> np.n
                 f"per-channel scale/zero_point need {channels} entries (axis {axis}), got "
                 f"{scale.shape[0]} and {zp.shape[0]}"
             )
-        outer = int(np.prod(x.shape[:ax]))
-        inner = int(np.prod(x.shape[ax + 1 :]))
+        outer, inner = int(np.prod(x.shape[:ax])), int(np.prod(x.shape[ax + 1 :]))
     scale = np.ascontiguousarray(scale.reshape(-1), dtype=np.float32)
     zp = np.ascontiguousarray(np.asarray(zp).reshape(-1), dtype=np.int32)
     flat = np.ascontiguousarray(x).reshape(-1)
@@ -472,12 +463,7 @@ def compute_peak(threads: int = 1, seconds: float = 0.2, *, isa: str | None = No
         flops = _kernels.compute_peak_flops(iters, threads, code)
         dt = time.perf_counter() - t0
         if dt >= seconds or iters >= 1 << 34:
-            return {
-                "gflops": flops / dt / 1e9,
-                "seconds": dt,
-                "threads": threads,
-                "isa": KNOWN_ISAS[code],
-            }
+            return dict(gflops=flops / dt / 1e9, seconds=dt, threads=threads, isa=KNOWN_ISAS[code])
         iters *= 2 if dt <= 0 else max(2, min(16, int(seconds / dt) + 1))
 
 
@@ -487,15 +473,10 @@ def false_sharing_probe(threads: int = 2, iters: int = 20_000_000) -> dict:
     threads = _threads(threads)
     if iters < 1:
         raise ValueError("iters must be >= 1")
-    packed = _kernels.false_sharing(threads, 1, iters)
-    padded = _kernels.false_sharing(threads, 8, iters)
-    return {
-        "threads": threads,
-        "iters": iters,
-        "packed_s": packed,
-        "padded_s": padded,
-        "ratio": packed / padded,
-    }
+    packed, padded = (_kernels.false_sharing(threads, spacing, iters) for spacing in (1, 8))
+    return dict(
+        threads=threads, iters=iters, packed_s=packed, padded_s=padded, ratio=packed / padded
+    )
 
 
 def threads_granted(threads: int) -> int:

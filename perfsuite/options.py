@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,6 @@ from perfsuite.execute.executors import EXECUTORS
 PLUGIN = "plugin"  # the face name of the pytest plugin; a CLI face is named by its verb
 
 
-# --------------------------------------------------------------------------- value parsers
 def csv(valid_hint: str) -> Callable[[str], list[str]]:
     def parse(text: str) -> list[str]:
         items = [t.strip() for t in text.split(",") if t.strip()]
@@ -33,8 +32,7 @@ def csv(valid_hint: str) -> Callable[[str], list[str]]:
 
 
 def _checked(to: Callable[[str], Any], what: str, ok: Callable[[Any], bool], must: str):
-    """A parser: ``to(text)``, else "is not ``what``"; then finite and ``ok``, else "must be
-    ``must``"."""
+    """A parser: ``to(text)`` (else "is not ``what``"), finite and ``ok`` (else "must be ...")."""
 
     def parse(text: str):
         try:
@@ -55,7 +53,6 @@ fraction = _checked(float, "a number", lambda v: 0 < v < 1, "between 0 and 1 (ex
 positive_int = _checked(int, "a whole number", lambda v: v >= 1, ">= 1")
 
 
-# --------------------------------------------------------------------------- the table
 @dataclass(frozen=True)
 class Option:
     """One option. ``plugin``: the plugin takes it as ``--perf-<name>``; ``verbs``: the CLI
@@ -82,19 +79,11 @@ class Option:
         return {**self.kwargs, **self.per_face.get(face, {})}
 
 
-def _option(
-    name: str,
-    *,
-    plugin: bool = True,
-    verbs: tuple[str, ...] = (),
-    aliases: tuple[str, ...] = (),
-    per_face: Mapping[str, Mapping[str, Any]] | None = None,
-    profile_key: bool = False,
-    **kwargs: Any,
-) -> Option:
-    """An option from ``add_argument``'s keyword arguments; its default is None unless given."""
-    kwargs = {"default": None, **kwargs}
-    return Option(name, kwargs, plugin, verbs, aliases, per_face or {}, profile_key)
+def _option(name: str, **kwargs: Any) -> Option:
+    """An option from ``Option``'s fields and ``add_argument``'s keyword arguments (the rest);
+    its default is None unless given."""
+    own = {f.name: kwargs.pop(f.name) for f in fields(Option) if f.name in kwargs}
+    return Option(name, {"default": None, **kwargs}, **own)
 
 
 def _profile_default(what: str) -> dict[str, Any]:

@@ -66,8 +66,6 @@ def pytest_configure(config):
     config.stash[GATE] = gate
 
 
-PROVENANCE_OPTIONS = ("commit", "branch", "repository")  # --perf-<name> beats git and Actions
-
 # Options whose value is a path: "--perf-out DIR" in two words can steal pytest's rootdir.
 PATH_OPTIONS = tuple(
     o.flags(PLUGIN)[0]
@@ -121,8 +119,7 @@ def _project_ini(start: Path) -> Path | None:
 
 def _check_outputs(config) -> None:
     """Output locations are checked, and the stores opened (and migrated), before anything is
-    measured, not after (a read-only --perf-out used to fail with a traceback once every
-    point had run); a bad store URL is a usage error."""
+    measured, not after every point has run; a bad store URL is a usage error."""
     check_writable_dir(config.getoption("perf_out"), "--perf-out")
     baseline = config.getoption("perf_baseline")
     if config.getoption("perf_save_baseline") and scheme_of(baseline) == "file":
@@ -263,11 +260,8 @@ def _finish(session, lazy) -> None:
     except Exception as exc:  # a broken gate must say so, not take the report down
         if os.environ.get("PERFSUITE_DEBUG"):
             raise
-        outcome = Outcome(
-            lines=[f"perfsuite internal error: {exc.__class__.__name__}: {exc}"],
-            fail=True,
-            internal_error=True,
-        )
+        why = f"perfsuite internal error: {exc.__class__.__name__}: {exc}"
+        outcome = Outcome(lines=[why], fail=True, internal_error=True)
     session.config.stash[OUTCOME] = outcome
     if outcome.internal_error:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR

@@ -34,10 +34,8 @@ def json_default(o):
     """json.dumps default: numpy scalars and arrays, paths; anything else is an error."""
     import numpy as np
 
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
+    if isinstance(o, (np.generic, np.ndarray)):
+        return o.tolist()  # a numpy scalar's tolist() is its item()
     if isinstance(o, Path):
         return str(o)
     raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")

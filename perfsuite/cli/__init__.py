@@ -57,17 +57,11 @@ def build_parser(verbs: Iterable[str] = tuple(VERBS)) -> argparse.ArgumentParser
     return parser
 
 
-def _verb(argv: list[str]) -> str | None:
-    """The verb argv names: its first word that is not an option (the top level has none but
-    --help)."""
-    first = next((a for a in argv if not a.startswith("-")), None)
-    return first if first in VERBS else None
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    verb = _verb(argv)
-    args = build_parser(() if verb is None else (verb,)).parse_args(argv)  # usage errors: 2
+    # the verb is the first word that is not an option (the top level has none but --help)
+    verb = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser((verb,) if verb in VERBS else ()).parse_args(argv)  # usage errors: 2
     module = verb_module(args.command)
     from perfsuite import kernels  # after parsing: numpy would double `perfsuite --help`'s time
 

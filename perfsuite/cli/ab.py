@@ -79,8 +79,7 @@ def cmd_ab(args) -> int:
         turn_s=args.turn_time,
     )  # fmt: skip
     fp = fingerprint("/")
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    run_dir = Path(args.out) / f"{stamp}-ab"
+    run_dir = Path(args.out) / f"{datetime.datetime.now():%Y%m%d-%H%M%S}-ab"
     ab.write(run_dir, result, points, fp.hardware_class, verdicts)
     ab_report.write(run_dir, verdicts, sides[0].describe(), sides[1].describe(),
                     fp.hardware_class)  # fmt: skip

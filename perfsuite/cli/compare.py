@@ -20,9 +20,7 @@ INPUT_ERRORS: tuple[type[Exception], ...] = (BaselineError, GateConfigError, Not
 def cmd_compare(args) -> int:
     """Gate offline: BASELINE is a baseline file, a run directory or a store URL; CURRENT a
     baseline file or a run directory."""
-    config = args.config
-    if config is None and Path("pyproject.toml").is_file():
-        config = Path("pyproject.toml")
+    config = args.config or (Path("pyproject.toml") if Path("pyproject.toml").is_file() else None)
     if args.report:
         check_writable_dir(args.report, "--report")
     cfg = load_gate_config(config, args.threshold, args.alpha)
@@ -32,12 +30,9 @@ def cmd_compare(args) -> int:
     if args.report:
         paths = write_all(args.report, comparison, base, cur, args.fail_on)
         print("reports: " + ", ".join(str(p) for p in paths.values()))
-    failing = comparison.failing(args.fail_on)
-    if failing:
-        print(
-            f"GATE FAILED (--fail-on={args.fail_on}): "
-            + ", ".join(f"{v.id} {v.verdict}" for v in failing)
-        )
+    if failing := comparison.failing(args.fail_on):
+        names = ", ".join(f"{v.id} {v.verdict}" for v in failing)
+        print(f"GATE FAILED (--fail-on={args.fail_on}): {names}")
         print("(offline comparison: regressions are not re-measured, so not confirmed)")
         return EXIT_FAIL
     return EXIT_OK
@@ -55,14 +50,12 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--config",
         type=Path,
-        default=None,
         help="TOML file whose [tool.perfsuite.gate] configures the gate, as the plugin reads "
         "it from the project's pyproject.toml (default: ./pyproject.toml if it exists)",
     )
     p.add_argument(
         "--report",
         type=Path,
-        default=None,
         help="write gate.md, gate-junit.xml and gate.html here (default: none)",
     )
     p.set_defaults(func=cmd_compare)

@@ -25,15 +25,10 @@ from perfsuite.history.trends import render
 from perfsuite.options import add_options, fraction, positive_float, positive_int
 from perfsuite.qualify.checks import make_reference
 from perfsuite.store.baseline import BaselineError
-from perfsuite.store.database import StoreError, open_history
+from perfsuite.store.database import METRICS, StoreError, open_history
 from perfsuite.writing import atomic_write_text
 
 INPUT_ERRORS: tuple[type[Exception], ...] = (StoreError, fleet.FleetError)
-METRICS = ["latency_median_ms", "latency_p90_ms", "latency_p99_ms", "throughput_ips"]
-
-
-def _store(args):
-    return open_history(args.store)
 
 
 def _print_json(data) -> None:
@@ -42,7 +37,7 @@ def _print_json(data) -> None:
 
 
 def cmd_import(args) -> int:
-    store = _store(args)
+    store = open_history(args.store)
     added = 0
     for path in args.paths:
         if not Path(path).exists():
@@ -57,57 +52,34 @@ def cmd_import(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    rows = _store(args).runs(limit=args.limit)
+    rows = open_history(args.store).runs(limit=args.limit)
     if args.json:
         _print_json([asdict(r) for r in rows])
         return EXIT_OK
     table(
         "runs, newest first",
         ["id", "key", "time (UTC)", "kind", "class", "profile", "points", "excluded"],
-        [
-            [
-                r.id,
-                r.run_key[:10],
-                f"{r.started_at:%Y-%m-%d %H:%M:%S}",
-                r.kind,
-                r.hardware_class,
-                r.profile,
-                r.points,
-                r.excluded_reason if r.excluded else "",
-            ]
-            for r in rows
-        ],
-    )
+        [[r.id, r.run_key[:10], f"{r.started_at:%Y-%m-%d %H:%M:%S}", r.kind, r.hardware_class,
+          r.profile, r.points, r.excluded_reason if r.excluded else ""] for r in rows],
+    )  # fmt: skip
     return EXIT_OK
 
 
 def cmd_history(args) -> int:
-    series = _store(args).series(args.pattern, metric=args.metric, hardware_class=args.hw_class)
+    series = open_history(args.store).series(
+        args.pattern, metric=args.metric, hardware_class=args.hw_class
+    )
     if not series:
         print(f"perfsuite db history: no benchmark matches {args.pattern!r}", file=sys.stderr)
         return EXIT_USAGE
     if args.json:
-        _print_json(
-            [
-                {
-                    "benchmark": n,
-                    "hardware_class": hw,
-                    "metric": args.metric,
-                    "runs": [
-                        {
-                            "run_id": p.run_id,
-                            "run_key": p.run_key,
-                            "started_at": p.started_at.isoformat(),
-                            "value": p.value,
-                            "q1": p.low,
-                            "q3": p.high,
-                        }
-                        for p in s
-                    ],
-                }
-                for (n, hw), s in sorted(series.items())
-            ]
-        )
+        _print_json([
+            {"benchmark": n, "hardware_class": hw, "metric": args.metric,
+             "runs": [{"run_id": p.run_id, "run_key": p.run_key,
+                       "started_at": p.started_at.isoformat(), "value": p.value,
+                       "q1": p.low, "q3": p.high} for p in s]}
+            for (n, hw), s in sorted(series.items())
+        ])  # fmt: skip
         return EXIT_OK
     rows = [
         [n, hw, p.run_id, f"{p.started_at:%Y-%m-%d %H:%M}", f"{p.value:.4g}"]
@@ -119,44 +91,26 @@ def cmd_history(args) -> int:
 
 
 def cmd_changes(args) -> int:
-    found = detect(
-        _store(args),
-        args.pattern,
-        metric=args.metric,
-        hardware_class=args.hw_class,
-        window=args.window,
-        max_pvalue=args.max_pvalue,
-        min_magnitude=args.min_magnitude,
-    )
+    found = detect(open_history(args.store), args.pattern, metric=args.metric,
+                   hardware_class=args.hw_class, window=args.window, max_pvalue=args.max_pvalue,
+                   min_magnitude=args.min_magnitude)  # fmt: skip
     if args.json:
         _print_json([c.as_dict() for c in found])
     elif found:
         table(
             f"change points in {args.metric}",
             ["benchmark", "class", "index", "run", "time (UTC)", "before", "after", "change", "p"],
-            [
-                [
-                    c.benchmark,
-                    c.hardware_class,
-                    c.index,
-                    c.run_id,
-                    f"{c.started_at:%Y-%m-%d %H:%M}",
-                    f"{c.before:.4g}",
-                    f"{c.after:.4g}",
-                    f"{c.change:+.1%}",
-                    f"{c.p_value:.1e}",
-                ]
-                for c in found
-            ],
-        )
+            [[c.benchmark, c.hardware_class, c.index, c.run_id, f"{c.started_at:%Y-%m-%d %H:%M}",
+              f"{c.before:.4g}", f"{c.after:.4g}", f"{c.change:+.1%}", f"{c.p_value:.1e}"]
+             for c in found],
+        )  # fmt: skip
     else:
         print("no change points")
     return EXIT_FAIL if (found and args.fail_on_change) else EXIT_OK
 
 
 def cmd_annotate(args) -> int:
-    store = _store(args)
-    n = store.annotate(
+    n = open_history(args.store).annotate(
         args.pattern, args.run, args.text, accepted=args.accept, hardware_class=args.hw_class
     )
     kind = "accepted change" if args.accept else "note"
@@ -165,13 +119,13 @@ def cmd_annotate(args) -> int:
 
 
 def cmd_exclude(args) -> int:
-    run_id = _store(args).exclude(args.run, args.reason)
+    run_id = open_history(args.store).exclude(args.run, args.reason)
     print(f"run {run_id} excluded: {args.reason}")
     return EXIT_OK
 
 
 def cmd_export(args) -> int:
-    runs = _store(args).export(args.run)
+    runs = open_history(args.store).export(args.run)
     text = json.dumps({"schema": "perfsuite.history-export/1", "runs": runs}, indent=1, default=str)
     if args.out:
         atomic_write_text(args.out, text + "\n")
@@ -184,20 +138,12 @@ def cmd_export(args) -> int:
 def cmd_gate(args) -> int:
     """The nightly verdict over time: exit 1 when a point regressed against its history (or,
     with too little history, against --baseline), or stepped in its last runs."""
-    config = args.config
-    if config is None and Path("pyproject.toml").is_file():
-        config = Path("pyproject.toml")
+    config = args.config or (Path("pyproject.toml") if Path("pyproject.toml").is_file() else None)
     try:
         cfg = load_gate_config(config, args.threshold, None)
-        result = gate_history(
-            _store(args),
-            run=args.run,
-            config=cfg,
-            min_runs=args.min_runs,
-            last=args.last,
-            recent=args.recent,
-            baseline=args.baseline,
-        )
+        result = gate_history(open_history(args.store), run=args.run, config=cfg,
+                              min_runs=args.min_runs, last=args.last, recent=args.recent,
+                              baseline=args.baseline)  # fmt: skip
     except (GateConfigError, BaselineError) as exc:
         print(f"perfsuite db gate: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -212,7 +158,7 @@ def cmd_gate(args) -> int:
 
 
 def cmd_trends(args) -> int:
-    page = render(_store(args), args.pattern, metric=args.metric, last=args.last)
+    page = render(open_history(args.store), args.pattern, metric=args.metric, last=args.last)
     atomic_write_text(args.out, page)
     print(f"trend page: {args.out}")
     return EXIT_OK
@@ -220,18 +166,13 @@ def cmd_trends(args) -> int:
 
 def cmd_fleet(args) -> int:
     rules = fleet.load_rules(args.rules)
-    stored = _store(args).qualifications(args.hw_class)
+    stored = open_history(args.store).qualifications(args.hw_class)
     classes = sorted({q.report.fingerprint.hardware_class for q in stored})
     if len(classes) != 1:
-        print(
-            "perfsuite db fleet: "
-            + (
-                f"hosts of {len(classes)} classes ({', '.join(classes)}); pick one with --class"
-                if classes
-                else "no qualification reports in the store"
-            ),
-            file=sys.stderr,
-        )
+        why = "no qualification reports in the store"
+        if classes:
+            why = f"hosts of {len(classes)} classes ({', '.join(classes)}); pick one with --class"
+        print(f"perfsuite db fleet: {why}", file=sys.stderr)
         return EXIT_USAGE
     hosts: dict[str, records.QualificationReport] = {}
     for q in stored:
@@ -278,13 +219,13 @@ def add_parser(subparsers) -> None:
 
     def metric(p):
         p.add_argument("--metric", choices=METRICS, default="latency_median_ms")
-        p.add_argument("--class", dest="hw_class", default=None, help="one hardware class")
+        p.add_argument("--class", dest="hw_class", help="one hardware class")
 
     p = command("import", cmd_import, "import run directories, baselines, qualification.json")
     p.add_argument("paths", nargs="+", metavar="PATH")
-    p.add_argument("--commit", default=None, help="the commit the runs measured")
+    p.add_argument("--commit", help="the commit the runs measured")
     p = command("runs", cmd_runs, "list the stored runs")
-    p.add_argument("--limit", type=positive_int, default=None)
+    p.add_argument("--limit", type=positive_int)
     p.add_argument("--json", action="store_true")
     p = command("history", cmd_history, "a metric's value per run")
     pattern(p)
@@ -298,7 +239,6 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--min-magnitude",
         type=positive_float,
-        default=None,
         help="smallest relative step (default: twice the series' noise)",
     )
     p.add_argument("--fail-on-change", action="store_true", help="exit 1 when one is found")
@@ -312,20 +252,20 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="an accepted change: detection starts anew at this run",
     )
-    p.add_argument("--class", dest="hw_class", default=None)
+    p.add_argument("--class", dest="hw_class")
     p = command("exclude", cmd_exclude, "leave a run out of every series")
     p.add_argument("run", help="run id or key prefix")
     p.add_argument("--reason", required=True)
     p = command("export", cmd_export, "runs and results as JSON")
-    p.add_argument("--run", default=None, help="one run (id or key prefix)")
-    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--run", help="one run (id or key prefix)")
+    p.add_argument("--out", type=Path)
     p = command("trends", cmd_trends, "a static HTML page of trend charts")
     pattern(p, required=False)
     p.add_argument("--metric", choices=METRICS, default="latency_median_ms")
     p.add_argument("--out", type=Path, default=Path("trends.html"))
-    p.add_argument("--last", type=positive_int, default=None, help="the last N runs (all)")
+    p.add_argument("--last", type=positive_int, help="the last N runs (all)")
     p = command("gate", cmd_gate, "gate the newest run on the history (the nightly verdict)")
-    p.add_argument("--run", default=None, help="run id or key prefix (default: the newest)")
+    p.add_argument("--run", help="run id or key prefix (default: the newest)")
     p.add_argument(
         "--min-runs",
         type=positive_int,
@@ -343,23 +283,21 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument(
         "--baseline",
-        default=None,
         metavar="DIR_OR_URL",
         help="stored baselines for points with too little history (default: none)",
     )
-    p.add_argument("--threshold", type=positive_float, default=None, help="practical threshold")
-    p.add_argument("--config", type=Path, default=None, help="[tool.perfsuite.gate] TOML")
-    p.add_argument("--summary", type=Path, default=None, help="append Markdown here")
-    p.add_argument("--json", type=Path, default=None, help="write the verdicts here")
+    p.add_argument("--threshold", type=positive_float, help="practical threshold")
+    p.add_argument("--config", type=Path, help="[tool.perfsuite.gate] TOML")
+    p.add_argument("--summary", type=Path, help="append Markdown here")
+    p.add_argument("--json", type=Path, help="write the verdicts here")
     p = command("fleet", cmd_fleet, "score stored qualification reports across hosts")
-    p.add_argument("--class", dest="hw_class", default=None)
-    p.add_argument("--rules", type=Path, default=None, help="rule file (TOML)")
+    p.add_argument("--class", dest="hw_class")
+    p.add_argument("--rules", type=Path, help="rule file (TOML)")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--out", type=Path, default=None, help="write <host>.json verdicts here")
+    p.add_argument("--out", type=Path, help="write <host>.json verdicts here")
     p.add_argument(
         "--save-reference",
         type=Path,
-        default=None,
         metavar="FILE",
         help="a reference for the class: median over the passing hosts",
     )

@@ -45,5 +45,5 @@ def add_parser(subparsers) -> None:
         help="github-action-benchmark: latency p50 (customSmallerIsBetter, the default) or "
         "throughput (customBiggerIsBetter)",
     )
-    p.add_argument("--out", type=Path, default=None, help="file to write (default: stdout)")
+    p.add_argument("--out", type=Path, help="file to write (default: stdout)")
     p.set_defaults(func=cmd_export)

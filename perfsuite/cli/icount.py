@@ -21,10 +21,8 @@ INPUT_ERRORS: tuple[type[Exception], ...] = ()
 def _saved_counts(path: Path) -> dict[str, int]:
     try:
         return records.IcountFile.model_validate_json(Path(path).read_bytes()).counts
-    except OSError as exc:
-        raise ValueError(f"{path}: not a perfsuite icount file ({exc})") from None
-    except ValidationError as exc:
-        why = records.one_line(exc)
+    except (OSError, ValidationError) as exc:
+        why = records.one_line(exc) if isinstance(exc, ValidationError) else exc
         raise ValueError(f"{path}: not a perfsuite icount file ({why})") from None
 
 
@@ -66,18 +64,10 @@ def cmd_icount(args) -> int:
 def add_parser(subparsers) -> None:
     p = add_verb(subparsers, "icount")
     p.add_argument(
-        "--points",
-        type=csv("kernel points"),
-        default=None,
-        help="kernel points, comma-separated (default: all)",
+        "--points", type=csv("kernel points"), help="kernel points, comma-separated (default: all)"
     )
-    p.add_argument("--save", type=Path, default=None, help="write the counts here (JSON)")
-    p.add_argument(
-        "--against",
-        type=Path,
-        default=None,
-        help="a saved counts file: gate the counts against it",
-    )
+    p.add_argument("--save", type=Path, help="write the counts here (JSON)")
+    p.add_argument("--against", type=Path, help="a saved counts file: gate the counts against it")
     p.add_argument(
         "--threshold",
         type=float,
@@ -86,7 +76,6 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument(
         "--block",
-        default=None,
         help="Python run after the default blocking is made, to count a changed kernel "
         "setting, e.g. 'blk = kernels.Blocking(blk.kc_l1 // 2, blk.mc_l2, blk.nc_l3)'",
     )

@@ -46,9 +46,8 @@ def print_info(fp: Fingerprint) -> None:
     table.add_column("class", style="dim")
     isa = [k[4:] for k, v in fp.fields.items() if k.startswith("isa.") and v]
     for key, value in fp.fields.items():
-        if key.startswith("isa."):
-            continue
-        table.add_row(key, _fmt_field(key, value), fp.classes.get(key, ""))
+        if not key.startswith("isa."):
+            table.add_row(key, _fmt_field(key, value), fp.classes.get(key, ""))
     table.add_row("isa (flags present)", ", ".join(isa) or "none", "must_match")
     console.print(table)
     for note in fp.notes or []:
@@ -68,8 +67,7 @@ def cmd_info(args) -> int:
         return EXIT_USAGE
     fp = fingerprint(args.root, frameworks=software_versions())
     if args.json:
-        json.dump(fp.as_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print(json.dumps(fp.as_dict(), indent=2))
     else:
         print_info(fp)
     return EXIT_OK

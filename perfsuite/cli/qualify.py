@@ -34,8 +34,7 @@ def _usage(message: str) -> int:
 
 
 def cmd_qualify(args) -> int:
-    """Qualify this server against its SKU reference (or, for a class with none, on what needs
-    no reference); exit 1 on any FAIL, 2 on a reference that cannot apply."""
+    """Qualify this server (see the module docstring)."""
     t0 = time.perf_counter()
     fp = fingerprint("/", frameworks=software_versions())
     if args.save_reference and args.reference:
@@ -147,7 +146,6 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--save-reference",
         type=Path,
-        default=None,
         metavar="FILE",
         help="measure --repeats times and write a reference for this class from the medians "
         "(use on a known-good host)",
@@ -158,7 +156,6 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--reference",
         type=Path,
-        default=None,
         help="reference JSON (default: the shipped one for this hardware class)",
     )
     p.add_argument(

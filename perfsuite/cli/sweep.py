@@ -38,12 +38,9 @@ def cmd_sweep(args) -> int:
             store_url=args.store,
             timeout=args.timeout,
         )
-    except (PlanError, NotWritable, StoreError, FleetUsageError) as exc:
+    except (PlanError, NotWritable, StoreError, FleetUsageError, WorkerError) as exc:
         print(f"perfsuite sweep: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except WorkerError as exc:
-        print(f"perfsuite sweep: {exc}", file=sys.stderr)
-        return EXIT_FAIL
+        return EXIT_FAIL if isinstance(exc, WorkerError) else EXIT_USAGE
     failed = bool(fleet.errors)
     for host in sorted(fleet.records):
         cls = fleet.fingerprints[host].hardware_class

@@ -109,8 +109,7 @@ def change_points(
     magnitude = 2 * noise_cv(x) if min_magnitude is None else min_magnitude
     found: dict[int, ChangePoint] = {}
     step = max(1, window // 2)
-    starts = range(0, max(1, x.size - window + step), step)
-    for lo in starts:
+    for lo in range(0, max(1, x.size - window + step), step):
         hi = min(x.size, lo + window)
         for cp in _segment(x, lo, hi, max_pvalue, magnitude):
             near = [i for i in found if abs(i - cp.index) <= 1]

@@ -41,10 +41,7 @@ def load_gate_config(
             f"{path}: unknown [tool.perfsuite.gate] key(s) {sorted(unknown)}; "
             f"valid: {', '.join(sorted(known))}"
         )
-    if threshold is not None:
-        values["threshold"] = threshold
-    if alpha is not None:
-        values["alpha"] = alpha
+    values.update({k: v for k, v in (("threshold", threshold), ("alpha", alpha)) if v is not None})
     try:
         return GateConfig(**values)
     except ValueError as exc:

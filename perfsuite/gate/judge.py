@@ -140,13 +140,8 @@ def _set(v: Verdict, **changes) -> Verdict:
     return v.model_copy(update=changes)
 
 
-def _group(pid: str) -> str:
-    return f" ({thread_group(pid)}-thread points)" if thread_group(pid) else ""
-
-
 # -- the rules, in order -----------------------------------------------------------------------
-# Each takes the evidence and the verdict so far and returns the verdict after it; ``final``
-# marks a verdict no later rule but Contamination may change.
+# Each takes the evidence and the verdict so far and returns the verdict after it.
 
 
 class FewSamples:
@@ -164,19 +159,14 @@ class Spread:
 
     def __call__(self, e: Evidence, v: Verdict) -> Verdict:
         cv_b, cv_c = robust_cv(e.base), robust_cv(e.current)
-        if max(cv_b, cv_c) > e.config.cv_limit:
-            return _set(
-                v,
-                verdict="unstable",
-                reason=f"spread too high to judge (robust CV {cv_b:.1%} baseline, "
-                f"{cv_c:.1%} current)",
-            )
-        return v
+        if max(cv_b, cv_c) <= e.config.cv_limit:
+            return v
+        why = f"spread too high to judge (robust CV {cv_b:.1%} baseline, {cv_c:.1%} current)"
+        return _set(v, verdict="unstable", reason=why)
 
 
 class HiccupRun:
-    """One slow hiccup run in the baseline is set aside for the slow side
-    (``statistics.regression_runs``)."""
+    """One slow hiccup run of the baseline is set aside for the slow side (``regression_runs``)."""
 
     name = "hiccup-run"
 
@@ -232,29 +222,23 @@ class MachineShift:
         shift = e.shift
         if shift is None:
             return v
-        where = _group(e.id)
+        group = thread_group(e.id)
+        size = f"{shift - 1:+.1%}" + (f" ({group}-thread points)" if group else "")
         if v.verdict in ("regressed", "improved"):
-            excused = e.factor == shift  # judged beyond the shift
-            return _set(
-                v,
-                reason=f"beyond the machine-wide shift of {shift - 1:+.1%}{where}"
-                if excused
-                else f"{'slower' if v.verdict == 'regressed' else 'faster'} than the baseline "
-                f"even unshifted (machine-wide shift of {shift - 1:+.1%}{where})",
-            )
+            if e.factor == shift:  # judged beyond the shift
+                return _set(v, reason=f"beyond the machine-wide shift of {size}")
+            way = "slower" if v.verdict == "regressed" else "faster"
+            why = f"{way} than the baseline even unshifted (machine-wide shift of {size})"
+            return _set(v, reason=why)
         if not lagged_shift(e.ratio, shift):
-            return _set(
-                v,
-                verdict="unstable",
-                reason=f"{FOLLOWED_SHIFT} of {shift - 1:+.1%}{where}; re-run on a quiet machine",
+            why = f"{FOLLOWED_SHIFT} of {size}; re-run on a quiet machine"
+        else:
+            why = (
+                f"{LAGGED_SHIFT} of {size} (moved {e.ratio / shift - 1:+.1%} "
+                f"beyond it, {e.ratio - 1:+.1%} unshifted): uneven scaling or a change the shift "
+                "hides; re-run on a baseline-speed machine"
             )
-        return _set(
-            v,
-            verdict="unstable",
-            reason=f"{LAGGED_SHIFT} of {shift - 1:+.1%}{where} (moved "
-            f"{e.ratio / shift - 1:+.1%} beyond it, {e.ratio - 1:+.1%} unshifted): "
-            "uneven scaling or a change the shift hides; re-run on a baseline-speed machine",
-        )
+        return _set(v, verdict="unstable", reason=why)
 
 
 class SingleRun:
@@ -273,12 +257,12 @@ class Contamination:
 
     def __call__(self, e: Evidence | None, v: Verdict, why: str | None = None) -> Verdict:
         why = why if e is None else e.contaminated
-        if why and v.verdict in ("regressed", "improved"):
+        if not why:
+            return v
+        if v.verdict in ("regressed", "improved"):
             v = _set(v, verdict="unstable", confirmed=None)
             return _reason(v, f"contaminated while measured ({why})", first=True)
-        if why:
-            return _reason(v, f"contaminated while measured ({why})")
-        return v
+        return _reason(v, f"contaminated while measured ({why})")
 
 
 Rule = Callable[[Evidence, Verdict], Verdict]
@@ -313,7 +297,7 @@ def _evidence(base: Side, cur: Side, ids: list[str], cfg: GateConfig) -> dict[st
         else 1.0
         for i in ids
     ]
-    adjusted = holm(raw_p) if raw_p else []
+    adjusted = holm(raw_p)
     return {
         i: Evidence(
             i,
@@ -354,8 +338,7 @@ def _judge_point(e: Evidence, rules: Sequence[Rule]) -> Verdict:
 def judge(
     base: Side, cur: Side, cfg: GateConfig | None = None, rules: Sequence[Rule] | None = None
 ) -> Comparison:
-    """Every point's verdict: comparability, presence, then the rules in order
-    (``default_rules()`` unless given)."""
+    """Every point's verdict; the rules are ``default_rules()`` unless given."""
     cfg = cfg or GateConfig()
     rules = default_rules() if rules is None else rules
     must, notes, software = compare_fingerprints(base.fingerprint, cur.fingerprint)
@@ -463,18 +446,16 @@ def confirm(
         if v.verdict != "regressed" or again is None:
             out.append(v)
             continue
-        ctrl_moved = False
-        if again.control is not None and again.control_samples is not None:
-            ctrl = _judged_again(by_id[again.control], again.control_samples, base, cfg)[0]
-            ctrl_moved = ctrl.verdict in ("regressed", "improved")
         if again.samples is None:
             out.append(_set(v, confirmed=False, reason=f"re-measure failed: {again.error}"))
             continue
+        if again.control is not None and again.control_samples is not None:
+            ctrl = _judged_again(by_id[again.control], again.control_samples, base, cfg)[0]
+            if ctrl.verdict in ("regressed", "improved"):
+                reason = f"control point {again.control} moved too on re-measure: machine noise"
+                out.append(_set(v, verdict="unstable", confirmed=None, reason=reason))
+                continue
         re, excused = _judged_again(v, again.samples, base, cfg)
-        if ctrl_moved:
-            reason = f"control point {again.control} moved too on re-measure: machine noise"
-            out.append(_set(v, verdict="unstable", confirmed=None, reason=reason))
-            continue
         threshold = slowdown_threshold(cfg, v.id, base.runs.get(v.id, []))
         repeated = re.verdict == "regressed" and re.change is not None and re.change >= threshold
         v = _set(v, confirmed=bool(repeated))

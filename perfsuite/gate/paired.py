@@ -22,9 +22,10 @@ correlation between looks."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from perfsuite.gate.statistics import GateConfig, holm
 
@@ -45,9 +46,6 @@ class PairedVerdict:
     look: int = 1  # the look that decided it (sequential rounds)
     alpha: float | None = None  # the alpha that look tested at
     p_sides: tuple[float, float] | None = None  # one-sided p (slower, faster), before Holm
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -74,10 +72,10 @@ def judge(
 ) -> list[PairedVerdict]:
     """``a_medians[id][r]`` and ``b_medians[id][r]``: median latency of round r on each side;
     ``judge_ratios`` (one look) on their ratios."""
-    ratios = {}
-    for pid in set(a_medians) | set(b_medians):
-        a, b = a_medians.get(pid, []), b_medians.get(pid, [])
-        ratios[pid] = [y / x for x, y in zip(a, b, strict=False)]
+    ratios = {
+        pid: [y / x for x, y in zip(a_medians.get(pid, []), b_medians.get(pid, []), strict=False)]
+        for pid in set(a_medians) | set(b_medians)
+    }
     return judge_ratios(ratios, cfg, errors)
 
 
@@ -97,8 +95,6 @@ def judge_ratios(
     the points decided at earlier looks, which are kept as they are. A point that is not
     decided at a look that is not ``final`` is ``pending``. Points settled ``unchanged``
     stay in the Holm family with their last p values; rejected ones leave it."""
-    from scipy import stats
-
     cfg = cfg or GateConfig()
     alpha = cfg.alpha if alpha is None else alpha
     errors = errors or {}
@@ -138,25 +134,24 @@ def judge_ratios(
             p_sides=(p_slower, p_faster),
         )  # fmt: skip
         tested.append((pid, p_slower, p_faster))
-    if tested:
-        slower = holm([t[1] for t in tested])
-        faster = holm([t[2] for t in tested])
-        for (pid, _, _), ps, pf in zip(tested, slower, faster, strict=True):
-            v = out[pid]
-            if pid in settled:
-                continue
-            if ps < alpha and v.change > v.threshold:
-                v.verdict, v.p = "regressed", ps
-            elif pf < alpha and v.change < -v.threshold:
-                v.verdict, v.p = "improved", pf
-            else:
-                v.p = min(ps, pf)
-                inside = -v.threshold < v.ci[0] and v.ci[1] < v.threshold
-                if not inside and not final:
-                    v.verdict = "pending"
-                elif not inside:  # neither shown nor ruled out: never "unchanged"
-                    v.verdict = "unstable"
-                    v.reason = (f"undecided after {v.rounds} rounds: the 95% interval "
-                                f"reaches past +/-{v.threshold:.0%}; more rounds "
-                                f"(--max-rounds) or quieter rounds can decide it")  # fmt: skip
+    slower = holm([t[1] for t in tested])
+    faster = holm([t[2] for t in tested])
+    for (pid, _, _), ps, pf in zip(tested, slower, faster, strict=True):
+        if pid in settled:
+            continue
+        v = out[pid]
+        if ps < alpha and v.change > v.threshold:
+            v.verdict, v.p = "regressed", ps
+        elif pf < alpha and v.change < -v.threshold:
+            v.verdict, v.p = "improved", pf
+        else:
+            v.p = min(ps, pf)
+            inside = -v.threshold < v.ci[0] and v.ci[1] < v.threshold
+            if not inside and not final:
+                v.verdict = "pending"
+            elif not inside:  # neither shown nor ruled out: never "unchanged"
+                v.verdict = "unstable"
+                v.reason = (f"undecided after {v.rounds} rounds: the 95% interval "
+                            f"reaches past +/-{v.threshold:.0%}; more rounds "
+                            f"(--max-rounds) or quieter rounds can decide it")  # fmt: skip
     return [out[k] for k in sorted(out)]

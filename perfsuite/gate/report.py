@@ -14,7 +14,7 @@ from xml.etree import ElementTree as ET
 
 from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend to choose
 
-from perfsuite.gate.judge import Comparison, Verdict
+from perfsuite.gate.judge import Comparison, Side, Verdict
 from perfsuite.gate.statistics import thread_group
 from perfsuite.records import load_gate_report
 from perfsuite.writing import atomic_write_text, json_default
@@ -39,8 +39,7 @@ def _row(v: Verdict) -> tuple[str, ...]:
 
 def header_lines(c: Comparison, base_src: str, cur_src: str) -> list[str]:
     lines = [f"baseline: {base_src}", f"current:  {cur_src}"]
-    counts = {k: n for k, n in c.counts().items() if n}
-    lines.append("verdicts: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    lines.append("verdicts: " + ", ".join(f"{n} {k}" for k, n in c.counts().items() if n))
     if not c.comparable:
         lines.append(
             "INCOMPARABLE: must-match fingerprint fields differ: "
@@ -149,33 +148,22 @@ def throughput_vs_threads(groups: dict[str, list[tuple[int, float]]]):
     return [("Throughput vs threads", png(fig))]
 
 
-def html_report(
-    c: Comparison,
-    base_samples: dict,
-    cur_samples: dict,
-    cur_stats: dict,
-    base_src: str,
-    cur_src: str,
-) -> str:
-    ids = [v.id for v in c.verdicts if v.id in base_samples and v.id in cur_samples]
-    data = [side[i] * 1e3 for i in ids for side in (base_samples, cur_samples)]
+def html_report(c: Comparison, base: Side, cur: Side) -> str:
+    ids = [v.id for v in c.verdicts if v.id in base.samples and v.id in cur.samples]
+    data = [side.samples[i] * 1e3 for i in ids for side in (base, cur)]
     labels = [f"{i} ({side})" for i in ids for side in ("base", "curr")]
     title = "baseline vs current distributions"
     figs = latency_boxes("Distributions", title, data, labels, 0.35 * len(ids))
     groups: dict = {}
-    for pid, s in cur_stats.items():
+    ratios = {}
+    for pid, s in cur.stats.items():
         parts = pid.split("-")
         if len(parts) >= 6 and parts[3].startswith("t"):
-            key = "-".join(parts[:3])
-            groups.setdefault(key, []).append((int(parts[3][1:]), s.throughput_ips))
+            groups.setdefault("-".join(parts[:3]), []).append((int(parts[3][1:]), s.throughput_ips))
+        fp32_id = "-".join(parts[:2] + ["fp32"] + parts[3:])
+        if len(parts) >= 3 and parts[2] != "fp32" and fp32_id in cur.stats:
+            ratios[pid] = s.throughput_ips / cur.stats[fp32_id].throughput_ips
     figs += throughput_vs_threads(groups)
-    ratios = {}
-    for pid, s in cur_stats.items():
-        parts = pid.split("-")
-        if len(parts) >= 3 and parts[2] != "fp32":
-            fp32_id = "-".join(parts[:2] + ["fp32"] + parts[3:])
-            if fp32_id in cur_stats:
-                ratios[pid] = s.throughput_ips / cur_stats[fp32_id].throughput_ips
     if ratios:
         fig = Figure(figsize=(7, max(2.5, 0.3 * len(ratios))))
         ax = fig.subplots()
@@ -194,7 +182,7 @@ def html_report(
             f"<td><code>{html.escape(v.id)}</code></td><td>{change}</td><td>{ci}</td><td>{p}"
             f"</td><td>{html.escape(_confirm(v) + ' ' + v.reason)}</td></tr>"
         )
-    head = "".join(f"<li>{html.escape(x)}</li>" for x in header_lines(c, base_src, cur_src))
+    head = "".join(f"<li>{html.escape(x)}</li>" for x in header_lines(c, base.source, cur.source))
     imgs = "".join(
         f"<h2>{html.escape(t)}</h2><img src='{src}' alt='{html.escape(t)}'>" for t, src in figs
     )
@@ -208,8 +196,8 @@ tr.incomparable,tr.error{{background:#eee}}</style></head><body>
 
 
 def as_json(c: Comparison, fail_on: str) -> dict:
-    """The verdicts as data: what CI and the identical-verdicts check of the two faces read."""
-    return {
+    """The verdicts as JSON data: what CI and the faces' identical-verdicts check read."""
+    data = {
         "schema": "perfsuite.gate/1",
         "comparable": c.comparable,
         "differences": c.differences,
@@ -218,6 +206,7 @@ def as_json(c: Comparison, fail_on: str) -> dict:
         "failing": [v.id for v in c.failing(fail_on)],
         "verdicts": [v.model_dump(mode="json") for v in c.verdicts],
     }
+    return json.loads(json.dumps(data, default=json_default))
 
 
 def write_all(out_dir: Path, c: Comparison, base, cur, fail_on: str) -> dict[str, Path]:
@@ -231,14 +220,12 @@ def write_all(out_dir: Path, c: Comparison, base, cur, fail_on: str) -> dict[str
         "junit": out_dir / "gate-junit.xml",
         "html": out_dir / "gate.html",
     }
-    data = json.loads(json.dumps(as_json(c, fail_on), default=json_default))
+    data = as_json(c, fail_on)
     load_gate_report(data)  # validated like every record perfsuite writes
     atomic_write_text(paths["json"], json.dumps(data, indent=1))
     atomic_write_text(paths["markdown"], md)
     atomic_write_text(paths["junit"], junit(c, fail_on))
-    atomic_write_text(
-        paths["html"], html_report(c, base.samples, cur.samples, cur.stats, base.source, cur.source)
-    )
+    atomic_write_text(paths["html"], html_report(c, base, cur))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a") as f:

@@ -84,12 +84,9 @@ class GateConfig:
 
 
 def ratio_ci(base: np.ndarray, cur: np.ndarray, cfg: GateConfig) -> tuple[float, float]:
-    def ratio(b, c, axis=-1):
-        return np.median(c, axis=axis) / np.median(b, axis=axis)
-
     res = stats.bootstrap(
         (base, cur),
-        ratio,
+        lambda b, c, axis=-1: np.median(c, axis=axis) / np.median(b, axis=axis),
         n_resamples=cfg.bootstrap_resamples,
         confidence_level=1 - cfg.alpha,
         method="percentile",
@@ -183,9 +180,7 @@ def _moved_as_one(ratios: list[float], cfg: GateConfig) -> float | None:
         return None
     med = float(np.median(ratios))
     same_way = np.mean([(r > 1) == (med > 1) for r in ratios])
-    if abs(med - 1) > cfg.burst_threshold and same_way >= cfg.burst_fraction:
-        return med
-    return None
+    return med if abs(med - 1) > cfg.burst_threshold and same_way >= cfg.burst_fraction else None
 
 
 def machine_shifts(ratios: dict[str, float], cfg: GateConfig) -> dict[str, float | None]:

@@ -30,25 +30,19 @@ class Change:
     p_value: float
 
     def as_dict(self) -> dict:
-        d = asdict(self)
-        d["started_at"] = self.started_at.isoformat()
-        return d
+        return asdict(self) | {"started_at": self.started_at.isoformat()}
 
 
 def reset_index(
     name: str, hw: str, series: list[SeriesPoint], annotations: list[Annotation]
 ) -> int:
     """Where the series starts for detection: at the newest accepted annotation's run."""
-    start = 0
-    for a in annotations:
-        if not a.accepted or not fnmatchcase(name, a.benchmarks):
-            continue
-        if a.hardware_class not in (None, hw):
-            continue
-        for i, p in enumerate(series):
-            if p.run_id == a.run_id:
-                start = max(start, i)
-    return start
+    runs = {
+        a.run_id
+        for a in annotations
+        if a.accepted and fnmatchcase(name, a.benchmarks) and a.hardware_class in (None, hw)
+    }
+    return max((i for i, p in enumerate(series) if p.run_id in runs), default=0)
 
 
 def detect(
@@ -66,35 +60,24 @@ def detect(
     ``save`` is False."""
     all_series = store.series(pattern, metric=metric, hardware_class=hardware_class)
     annotations = store.annotations()
-    ids = store.benchmark_names(pattern)
     found: list[Change] = []
-    saved: list[dict] = []
-    examined: list[tuple[int, str, str]] = []
     for (name, hw), series in sorted(all_series.items()):
         start = reset_index(name, hw, series, annotations)
-        examined.append((ids[name], hw, metric))
         values = [p.value for p in series[start:]]
         if len(values) < 6:  # changepoints.MIN_SIDE on each side
             continue
         for cp in change_points(
             values, window=window, max_pvalue=max_pvalue, min_magnitude=min_magnitude
         ):
-            at = series[start + cp.index]
-            change = Change(
-                name,
-                hw,
-                metric,
-                start + cp.index,
-                at.run_id,
-                at.run_key,
-                at.started_at,
-                cp.before,
-                cp.after,
-                cp.change,
-                cp.pvalue,
-            )
-            found.append(change)
-            saved.append({"benchmark_id": ids[name], **{k: getattr(change, k) for k in STORED}})
+            i = start + cp.index
+            at = series[i]
+            found.append(Change(name, hw, metric, i, at.run_id, at.run_key, at.started_at,
+                                cp.before, cp.after, cp.change, cp.pvalue))  # fmt: skip
     if save:
-        store.save_change_points(examined, saved)
+        ids = store.benchmark_names(pattern)
+        examined = [(ids[name], hw, metric) for name, hw in all_series]
+        rows = [
+            {"benchmark_id": ids[c.benchmark]} | {k: getattr(c, k) for k in STORED} for c in found
+        ]
+        store.save_change_points(examined, rows)
     return found

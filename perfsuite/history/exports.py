@@ -26,23 +26,15 @@ def _ok(run: Run) -> list[Result]:
     return sorted((r for r in run.results if r.ok and r.stats), key=lambda r: r.id)
 
 
-def _started(run: Run) -> dt.datetime:
-    first = min(r.timestamp for r in run.results)
-    return dt.datetime.fromtimestamp(first, dt.UTC)
-
-
 def github_action_benchmark(run: Run, measure: str = "latency") -> list[dict]:
     out = []
     for r in _ok(run):
         s = r.stats
-        if measure == "latency":
-            value, unit = s.latency_p50_ms, "ms"
-            spread = f"± {s.iqr_ms / 2:.4g}"  # half the IQR around the median
+        if measure == "latency":  # spread: half the IQR around the median
+            entry = {"name": r.id, "unit": "ms", "value": s.latency_p50_ms}
+            entry["range"] = f"± {s.iqr_ms / 2:.4g}"
         else:
-            value, unit, spread = s.throughput_ips, "items/s", None
-        entry = {"name": r.id, "unit": unit, "value": value}
-        if spread:
-            entry["range"] = spread
+            entry = {"name": r.id, "unit": "items/s", "value": s.throughput_ips}
         entry["extra"] = f"n={s.n} cv={s.cv:.4f} class={r.hardware_class}"
         out.append(entry)
     return out
@@ -98,7 +90,8 @@ def _github(source: Provenance | None) -> dict | None:
 
 def conbench(run: Run) -> list[dict]:
     summary = run.summary
-    run_id = hashlib.sha256(f"{run.source}|{_started(run).isoformat()}".encode()).hexdigest()[:32]
+    started = dt.datetime.fromtimestamp(min(r.timestamp for r in run.results), dt.UTC)
+    run_id = hashlib.sha256(f"{run.source}|{started.isoformat()}".encode()).hexdigest()[:32]
     profile = summary.profile_name or "unknown"
     out = []
     for r in _ok(run):
@@ -108,11 +101,8 @@ def conbench(run: Run) -> list[dict]:
             "run_reason": "commit" if summary.source and summary.source.commit else "test",
             "batch_id": f"{run_id}-{profile}",
             "timestamp": dt.datetime.fromtimestamp(r.timestamp, dt.UTC).isoformat(),
-            "stats": {
-                "data": list(r.samples_s),
-                "unit": "s",
-                "iterations": 1,  # per sample: each is one timed call
-            },
+            # iterations per sample: each is one timed call
+            "stats": {"data": list(r.samples_s), "unit": "s", "iterations": 1},
             "tags": {
                 "name": r.id,
                 "model": p.model,
@@ -127,8 +117,7 @@ def conbench(run: Run) -> list[dict]:
             "info": {k: v for k, v in r.software.items() if v is not None},
             "machine_info": _machine_info(summary.fingerprint.fields),
         }
-        github = _github(r.source or summary.source)
-        if github:
+        if github := _github(r.source or summary.source):
             result["github"] = github
         out.append(result)
     return out

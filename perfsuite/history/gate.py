@@ -12,7 +12,7 @@ series instead of needing a new file in a pull request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -123,9 +123,8 @@ def _suspects(gate: HistoryGate, store, series, base_runs, cfg: GateConfig, rece
     failing: list[Suspect] = []
     if gate.history is not None:
         for v in gate.history.failing("regression"):
-            before = base_runs[v.id][-1]
             why = f"regressed {v.change:+.1%} against its last {len(base_runs[v.id])} runs"
-            failing.append(Suspect(v.id, why, before.commit, gate.run.commit))
+            failing.append(Suspect(v.id, why, base_runs[v.id][-1].commit, gate.run.commit))
     if gate.fallback is not None:
         for v in gate.fallback.failing("regression"):
             why = f"regressed {v.change:+.1%} against the stored baseline"
@@ -137,10 +136,7 @@ def _suspects(gate: HistoryGate, store, series, base_runs, cfg: GateConfig, rece
             why = f"step {c.change:+.1%} at run {c.run_key[:10]} (p={c.p_value:.1e})"
             failing.append(Suspect(c.benchmark, why, good, bad))
             named.add(c.benchmark)
-    return HistoryGate(
-        gate.run, gate.history, gate.gathering, gate.fallback, gate.fallback_note,
-        [c for c, _, _ in steps], failing,
-    )  # fmt: skip
+    return replace(gate, steps=[c for c, _, _ in steps], failing=failing)
 
 
 def _recent_steps(gate: HistoryGate, store, series, cfg: GateConfig, recent: int) -> list:
@@ -158,8 +154,7 @@ def _recent_steps(gate: HistoryGate, store, series, cfg: GateConfig, recent: int
         if c.change <= cfg.threshold_for(c.benchmark):
             continue  # faster, or a step smaller than the practical threshold
         at = ids.index(c.run_id)
-        good = points[at - 1].commit if at else None
-        out.append((c, good, points[at].commit))
+        out.append((c, points[at - 1].commit if at else None, points[at].commit))
     return out
 
 
@@ -210,7 +205,6 @@ def as_json(gate: HistoryGate) -> dict:
         "gathering": gate.gathering,
         "fallback": [records.dump(v) for v in gate.fallback.verdicts] if gate.fallback else [],
         "fallback_note": gate.fallback_note,
-        "failing": [{"id": s.id, "why": s.why, "good": s.good, "bad": s.bad}
-                    for s in gate.failing],
+        "failing": [asdict(s) for s in gate.failing],
         "passed": not gate.failing,
     }  # fmt: skip

@@ -160,16 +160,11 @@ def read_cpuinfo(reader: Reader) -> CpuInfo:
     )
 
 
-def _cache_key(level: int, ctype: str) -> str:
-    if level == 1:
-        return "L1d" if ctype == "Data" else "L1i"
-    return f"L{level}"
-
-
 def _read_caches(reader: Reader, cpus: list[int]) -> dict[str, CacheLevel]:
     sizes: dict[str, int] = {}
     domains: dict[str, set[tuple[int, ...]]] = {}
     missing = []
+    online = set(cpus)
     for cpu in cpus:
         base = reader.path(f"{CPU_DIR}/cpu{cpu}/cache")
         try:
@@ -183,7 +178,8 @@ def _read_caches(reader: Reader, cpus: list[int]) -> dict[str, CacheLevel]:
             size, shared = reader.text(f"{rel}/size"), reader.text(f"{rel}/shared_cpu_list")
             if level is None or ctype is None:
                 continue
-            key = _cache_key(int(level), ctype)
+            n = int(level)
+            key = f"L{n}" if n != 1 else ("L1d" if ctype == "Data" else "L1i")
             if size is not None:
                 try:
                     sizes.setdefault(key, parse_size(size))
@@ -191,7 +187,6 @@ def _read_caches(reader: Reader, cpus: list[int]) -> dict[str, CacheLevel]:
                     reader.notes.append(f"{key} size: unrecognised {size!r} in /{rel}/size")
             if shared is not None:
                 try:
-                    online = set(cpus)
                     dom = tuple(c for c in parse_cpulist(shared) if c in online)
                     domains.setdefault(key, set()).add(dom)
                 except ValueError:
@@ -261,7 +256,6 @@ def read_topology(root: str | Path = "/") -> Topology:
     if unread:
         reader.notes.append(f"topology: no topology files for CPU(s) {format_cpulist(unread)}")
 
-    sockets = len(packages) or None
     physical = sum(len(c) for c in packages.values()) or None
     tpc = None
     if siblings:
@@ -274,18 +268,15 @@ def read_topology(root: str | Path = "/") -> Topology:
     elif online and physical:
         tpc = max(1, round(len(online) / physical))
 
-    smt_control = reader.text(f"{CPU_DIR}/smt/control")
-    caches = _read_caches(reader, online or [])
-    numa = _read_numa(reader)
-    return Topology(
+    return Topology(  # notes last: reading the caches and the nodes adds to them
         online=tuple(online) if online is not None else None,
         offline=tuple(offline),
-        sockets=sockets,
+        sockets=len(packages) or None,
         physical_cores=physical,
         threads_per_core=tpc,
-        smt_control=smt_control,
-        caches=caches,
-        numa_nodes=numa,
+        smt_control=reader.text(f"{CPU_DIR}/smt/control"),
+        caches=_read_caches(reader, online or []),
+        numa_nodes=_read_numa(reader),
         cpu=cpu,
         notes=tuple(reader.notes),
     )

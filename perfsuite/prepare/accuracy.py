@@ -51,10 +51,9 @@ def evaluate(model: ModelInfo, variant: Prepared, framework: str) -> Accuracy:
     else:
         x = model.inputs(8 if model.flops_per_item > 1e9 else 32, seed=99)[model.input_name]
         batch = 1
-    ref = run_batches(framework, model.path, {}, x, model.input_name, batch)
-    out = run_batches(
-        framework, variant.path, variant.framework_options, x, model.input_name, batch
-    )
+    name = model.input_name
+    ref = run_batches(framework, model.path, {}, x, name, batch)
+    out = run_batches(framework, variant.path, variant.framework_options, x, name, batch)
     if digits:
         acc_fp32 = float((ref.argmax(1) == y_test).mean() * 100)
         acc_q = float((out.argmax(1) == y_test).mean() * 100)

@@ -23,16 +23,13 @@ def cache_dir() -> Path:
     if os.environ.get(ENV):
         root = Path(os.environ[ENV])
     else:
-        xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        root = Path(xdg) / "perfsuite"
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "perfsuite"
     root.mkdir(parents=True, exist_ok=True)
     return root
 
 
 def cache_key(name: str, params: dict, version: str) -> str:
-    blob = json.dumps(
-        {"name": name, "params": params, "version": version}, sort_keys=True, default=str
-    )
+    blob = json.dumps(dict(name=name, params=params, version=version), sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
@@ -47,9 +44,8 @@ def _manifest(path: Path) -> Path:
 
 def is_valid(path: Path, companions: tuple[Path, ...] = ()) -> bool:
     """True when ``path`` (and companion files such as an IR's .bin) match the manifest."""
-    manifest = _manifest(path)
     try:
-        recorded = json.loads(manifest.read_text())
+        recorded = json.loads(_manifest(path).read_text())
         for p in (path, *companions):
             entry = recorded["files"][p.name]
             if p.stat().st_size != entry["size"] or file_sha256(p) != entry["sha256"]:

@@ -17,8 +17,7 @@ SMALL_MODEL_FLOPS = 50e6
 def op_counts(path: Path) -> Counter:
     import onnx  # optional (perfsuite[frameworks]), and slow to import
 
-    model = onnx.load(str(path), load_external_data=False)
-    return Counter(n.op_type for n in model.graph.node)
+    return Counter(n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node)
 
 
 def diagnose(

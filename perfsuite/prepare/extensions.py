@@ -82,8 +82,7 @@ class Registry(MutableMapping):
         self._added[name] = obj
 
     def __delitem__(self, name: str) -> None:
-        entries = self._entries()
-        if name not in entries:
+        if name not in self._entries():
             raise KeyError(name)
         self._added.pop(name, None)
         self._found.pop(name, None)  # until sys.path changes

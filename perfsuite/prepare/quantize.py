@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -50,31 +51,34 @@ def calibration_inputs(model: ModelInfo, count: int | None = None, seed: int = 1
 def _reader(batches: list[dict]):
     from onnxruntime.quantization import CalibrationDataReader  # heavy, optional
 
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self._it = iter(batches)
+    it = iter(batches)
 
+    class Reader(CalibrationDataReader):
         def get_next(self):
-            return next(self._it, None)
+            return next(it, None)
 
     return Reader()
 
 
-def _tmp_sibling(target: Path, suffix: str) -> Path:
+@contextmanager
+def _tmp_sibling(target: Path, suffix: str, companions: tuple[str, ...] = ()) -> Iterator[Path]:
+    """A temporary file beside ``target``, removed with its ``companions`` on exit."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=suffix)
     os.close(fd)
-    return Path(tmp)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+    finally:
+        for p in (tmp, *(tmp.with_suffix(s) for s in companions)):
+            p.unlink(missing_ok=True)
 
 
 def _ort_dynamic(model: ModelInfo, target: Path) -> dict:
     from onnxruntime.quantization import QuantType, quantize_dynamic  # heavy, optional
 
-    tmp = _tmp_sibling(target, ".onnx")
-    try:
+    with _tmp_sibling(target, ".onnx") as tmp:
         quantize_dynamic(model.path, tmp, weight_type=QuantType.QInt8)
         os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
     return {}
 
 
@@ -83,9 +87,7 @@ def _ort_static(model: ModelInfo, target: Path, reduce_range: bool) -> dict:
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    pre = _tmp_sibling(target, ".pre.onnx")
-    tmp = _tmp_sibling(target, ".onnx")
-    try:
+    with _tmp_sibling(target, ".pre.onnx") as pre, _tmp_sibling(target, ".onnx") as tmp:
         quant_pre_process(str(model.path), str(pre), skip_symbolic_shape=False)
         quantize_static(
             str(pre),
@@ -98,9 +100,6 @@ def _ort_static(model: ModelInfo, target: Path, reduce_range: bool) -> dict:
             weight_type=QuantType.QInt8,
         )
         os.replace(tmp, target)
-    finally:
-        pre.unlink(missing_ok=True)
-        tmp.unlink(missing_ok=True)
     return {"preprocessed": True, "reduce_range": reduce_range}
 
 
@@ -112,14 +111,10 @@ def _nncf(model: ModelInfo, target: Path) -> dict:
     batches = calibration_inputs(model)
     dataset = nncf.Dataset(batches, lambda b: b[model.input_name])
     quantized = nncf.quantize(ov_model, dataset, subset_size=len(batches))
-    tmp = _tmp_sibling(target, ".xml")
-    try:
+    with _tmp_sibling(target, ".xml", (".bin",)) as tmp:
         ov.save_model(quantized, str(tmp), compress_to_fp16=False)
         os.replace(tmp.with_suffix(".bin"), target.with_suffix(".bin"))
         os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-        tmp.with_suffix(".bin").unlink(missing_ok=True)
     return {}
 
 
@@ -168,8 +163,7 @@ def register_precision(name: str, quantizer: Quantizer) -> None:
 def prepare(model: ModelInfo, precision: str, framework: str) -> Prepared:
     """The model file for (precision, framework), building and caching it when needed."""
     q = QUANTIZERS.named(precision, "precision")
-    reason = get_backend(framework).why_not(precision) or q.missing()
-    if reason:
+    if reason := get_backend(framework).why_not(precision) or q.missing():
         raise Unsupported(reason)
     if q.build is None:
         return Prepared(model.path, precision, dict(q.framework_options))

@@ -183,38 +183,28 @@ def check_compute(
         measured=round(gemm_eff, 2),
         expected=f">= {want}",
     )
-    ratio = all_core_per_core / peak_per_core if peak_per_core else 0.0
+    spec = ref.fma_gflops_per_core if ref else None
+    one_core = Check(
+        group="compute",
+        name="FMA GFLOP/s, one core",
+        status="WARN" if ref is None else _graded(peak_per_core, spec),
+        measured=round(peak_per_core, 1),
+        expected=None if ref is None else spec.expected,
+        detail=NEEDS_REFERENCE if ref is None else "",
+    )
     if ref is None:
-        return [
-            Check(
-                group="compute",
-                name="FMA GFLOP/s, one core",
-                status="WARN",
-                measured=round(peak_per_core, 1),
-                expected=None,
-                detail=NEEDS_REFERENCE,
-            ),
-            Check(
-                group="compute",
-                name="FMA per core all cores busy / one core",
-                status="PASS" if ratio >= ALL_CORE_MIN_RATIO else "WARN",
-                measured=round(ratio, 2),
-                expected=f">= {ALL_CORE_MIN_RATIO}",
-                detail=f"{all_core_per_core:.1f} vs {peak_per_core:.1f} GFLOP/s per core"
-                + ("" if ratio >= ALL_CORE_MIN_RATIO else ": clock drops under load"),
-            ),
-            gemm,
-        ]
-    spec = ref.fma_gflops_per_core
-    return [
-        Check(
+        ratio = all_core_per_core / peak_per_core if peak_per_core else 0.0
+        all_cores = Check(
             group="compute",
-            name="FMA GFLOP/s, one core",
-            status=_graded(peak_per_core, spec),
-            measured=round(peak_per_core, 1),
-            expected=spec.expected,
-        ),
-        Check(
+            name="FMA per core all cores busy / one core",
+            status="PASS" if ratio >= ALL_CORE_MIN_RATIO else "WARN",
+            measured=round(ratio, 2),
+            expected=f">= {ALL_CORE_MIN_RATIO}",
+            detail=f"{all_core_per_core:.1f} vs {peak_per_core:.1f} GFLOP/s per core"
+            + ("" if ratio >= ALL_CORE_MIN_RATIO else ": clock drops under load"),
+        )
+    else:
+        all_cores = Check(
             group="compute",
             name="FMA GFLOP/s per core, all cores busy",
             status=_graded(all_core_per_core, spec),
@@ -223,9 +213,8 @@ def check_compute(
             detail="every core reaches the expected clock"
             if all_core_per_core >= peak_per_core * ALL_CORE_MIN_RATIO
             else "all-core rate well below the single-core rate: clock drops under load",
-        ),
-        gemm,
-    ]
+        )
+    return [one_core, all_cores, gemm]
 
 
 def check_stability(repeats: list[float], ref: records.Reference | None) -> list[Check]:

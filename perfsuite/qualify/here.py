@@ -35,18 +35,16 @@ def qualify_here(
     qualify.check_sku(fp.fields, reference)
     topo = read_topology("/")
     runs = [qualify.measure(topo, quick=quick) for _ in range(repeats)]
-    measurements = runs[0]
+    m = runs[0]
     if inference:
-        measurements = measurements.model_copy(
-            update={"inference": qualify.run_inference(*inference)}
-        )
-    checks = qualify.evaluate(fp.fields, measurements, reference)
+        m = m.model_copy(update={"inference": qualify.run_inference(*inference)})
+    checks = qualify.evaluate(fp.fields, m, reference)
     report = QualificationReport(
         schema=QUALIFICATION,
         verdict=qualify.verdict(checks),
         reference=reference,
         fingerprint=fp,
-        measurements=measurements,
+        measurements=m,
         seconds=time.perf_counter() - t0,
         checks=checks,
     )

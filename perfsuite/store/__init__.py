@@ -20,7 +20,6 @@ class Store(Protocol):
 
     def add_run(self, run: records.Run) -> bool:
         """Keep a finished run, from memory; False when the store has it already."""
-        ...
 
     def baseline_location(self, hardware_class: str, profile: str) -> str: ...
 
@@ -30,7 +29,6 @@ class Store(Protocol):
         self, fingerprint: dict, profile: str, results: list[records.Result], **how
     ) -> Saved:
         """Add ``results`` under ``how`` (update, add_run, instructions): ``baseline.merged``."""
-        ...
 
     def close(self) -> None: ...
 

@@ -84,9 +84,7 @@ def entry(result: records.Result) -> records.BaselineEntry:
 def _more_typical(old, new, centre: float):
     """The entry whose samples' median is nearer the median of all runs (ties: the stored
     one). Keeping a transient slow run's samples would hide a later real regression."""
-    d_old = abs(float(np.median(old.samples_s)) - centre)
-    d_new = abs(float(np.median(new.samples_s)) - centre)
-    return new if d_new < d_old else old
+    return min((old, new), key=lambda e: abs(float(np.median(e.samples_s)) - centre))
 
 
 def _instructions(old, new: records.InstructionCounts | None, update: bool, now: str):
@@ -190,11 +188,9 @@ def save(root: Path, fingerprint, profile: str, results: list[records.Result], *
         with lock.acquire(timeout=LOCK_TIMEOUT_S):
             waited = time.monotonic() - t0
             old = load(path) if path.exists() else None
-            new, added, existing = merged(
-                old, fingerprint, profile, results, where=str(path), **how
-            )
+            new, added, updated = merged(old, fingerprint, profile, results, where=str(path), **how)
             write_json(path, records.dump(new), sort_keys=True)
-            return Saved(path, added, existing, waited)
+            return Saved(path, added, updated, waited)
     except Timeout:  # only the lock's acquire raises it
         raise BaselineError(
             f"{path} is locked by another perfsuite run (lock file {lock.lock_file}) for "

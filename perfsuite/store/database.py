@@ -36,11 +36,9 @@ class StoreError(ValueError):
 
 def default_url() -> str:
     """``$PERFSUITE_STORE``, else a SQLite file in the user's data directory."""
-    if os.environ.get(ENV):
-        return os.environ[ENV]
     from platformdirs import user_data_path
 
-    return f"sqlite:///{user_data_path('perfsuite') / 'history.sqlite'}"
+    return os.environ.get(ENV) or f"sqlite:///{user_data_path('perfsuite') / 'history.sqlite'}"
 
 
 def _utc(value: dt.datetime) -> dt.datetime:
@@ -297,26 +295,22 @@ class HistoryStore:
             raise StoreError(str(exc).splitlines()[0]) from None
         report = records.dump(qualification)
         key = _key("qualification", report)
-        saved = qualification.measurements.recorded_at
-        when = (
-            _utc(dt.datetime.fromisoformat(saved))
-            if saved
-            else dt.datetime.fromtimestamp(Path(path).stat().st_mtime, dt.UTC)
-        )
+        if saved := qualification.measurements.recorded_at:
+            when = _utc(dt.datetime.fromisoformat(saved))
+        else:
+            when = dt.datetime.fromtimestamp(Path(path).stat().st_mtime, dt.UTC)
+        q = t.qualifications.c
         with self.engine.begin() as conn:
-            if conn.scalar(
-                sa.select(t.qualifications.c.id).where(t.qualifications.c.report_key == key)
-            ):
+            if conn.scalar(sa.select(q.id).where(q.report_key == key)):
                 return Imported("qualification", str(path), False)
-            host_id = self._host(conn, fp)
-            conn.execute(
-                t.qualifications.insert().values(
-                    report_key=key,
-                    host_id=host_id,
-                    recorded_at=when,
-                    verdict=qualification.verdict,
-                    report=report,
-                )
+            _insert(
+                conn,
+                t.qualifications,
+                report_key=key,
+                host_id=self._host(conn, fp),
+                recorded_at=when,
+                verdict=qualification.verdict,
+                report=report,
             )
         return Imported("qualification", str(path), True)
 
@@ -327,36 +321,25 @@ class HistoryStore:
         found = conn.scalar(sa.select(t.hosts.c.id).where(t.hosts.c.fingerprint_hash == key))
         if found is not None:
             return found
-        fields = {"hardware_class": fp.hardware_class, "fields": fp.fields, "classes": fp.classes}
-        return conn.execute(
-            t.hosts.insert().values(
-                fingerprint_hash=key,
-                hardware_class=fp.hardware_class,
-                fingerprint=fields,
-            )
-        ).inserted_primary_key[0]
+        doc = {"hardware_class": fp.hardware_class, "fields": fp.fields, "classes": fp.classes}
+        return _insert(
+            conn, t.hosts, fingerprint_hash=key, hardware_class=fp.hardware_class, fingerprint=doc
+        )
 
     def _benchmarks(self, conn, results: list[records.Result]) -> dict[str, int]:
+        b = t.benchmarks.c
         names = sorted({r.id for r in results})
-        rows = conn.execute(
-            sa.select(t.benchmarks.c.name, t.benchmarks.c.id).where(t.benchmarks.c.name.in_(names))
-        ).all()
-        ids = dict(rows)
-        missing = [r for r in {r.id: r for r in results}.values() if r.id not in ids]
-        for r in missing:
-            ids[r.id] = conn.execute(
-                t.benchmarks.insert().values(name=r.id, point=records.dump(r.point))
-            ).inserted_primary_key[0]
+        ids = dict(conn.execute(sa.select(b.name, b.id).where(b.name.in_(names))).all())
+        for r in {r.id: r for r in results}.values():
+            if r.id not in ids:
+                ids[r.id] = _insert(conn, t.benchmarks, name=r.id, point=records.dump(r.point))
         return ids
 
     def _write(self, fp: records.Fingerprint, run: dict, recs: list, verdicts: dict) -> bool:
         with self.engine.begin() as conn:
             if conn.scalar(sa.select(t.runs.c.id).where(t.runs.c.run_key == run["run_key"])):
                 return False
-            host_id = self._host(conn, fp)
-            run_id = conn.execute(
-                t.runs.insert().values(host_id=host_id, excluded=False, **run)
-            ).inserted_primary_key[0]
+            run_id = _insert(conn, t.runs, host_id=self._host(conn, fp), excluded=False, **run)
             bench = self._benchmarks(conn, recs)
             conn.execute(t.results.insert(), [_result_row(run_id, bench[r.id], r) for r in recs])
             columns = {"verdict", "change", "p_value", "confirmed", "reason"}
@@ -373,11 +356,8 @@ class HistoryStore:
         """Leave a run out of every series (a broken night), with the reason."""
         with self.engine.begin() as conn:
             run_id = self._run_id(conn, run_ref)
-            conn.execute(
-                t.runs.update()
-                .where(t.runs.c.id == run_id)
-                .values(excluded=True, excluded_reason=reason)
-            )
+            row = t.runs.update().where(t.runs.c.id == run_id)
+            conn.execute(row.values(excluded=True, excluded_reason=reason))
         return run_id
 
     def annotate(
@@ -392,33 +372,27 @@ class HistoryStore:
         """An annotation from run ``run_ref`` on; an accepted change starts the series
         (for change detection) anew there, as Conbench's reference reset does."""
         with self.engine.begin() as conn:
-            run_id = self._run_id(conn, run_ref)
-            return conn.execute(
-                t.annotations.insert().values(
-                    benchmarks=benchmarks,
-                    hardware_class=hardware_class,
-                    run_id=run_id,
-                    accepted=accepted,
-                    text=text,
-                    created_at=dt.datetime.now(dt.UTC),
-                )
-            ).inserted_primary_key[0]
+            return _insert(
+                conn,
+                t.annotations,
+                benchmarks=benchmarks,
+                hardware_class=hardware_class,
+                run_id=self._run_id(conn, run_ref),
+                accepted=accepted,
+                text=text,
+                created_at=dt.datetime.now(dt.UTC),
+            )
 
     def run(self, ref: str | None = None) -> StoredRun:
         """A run by its id or key prefix; None: the newest measured run (not a baseline)."""
         with self.engine.connect() as conn:
-            if ref is not None:
-                run_id = self._run_id(conn, ref)
-            else:
-                newest = sa.select(t.runs.c.id).where(t.runs.c.kind == "run")
-                newest = newest.order_by(t.runs.c.started_at.desc(), t.runs.c.id.desc())
-                run_id = conn.scalar(newest.limit(1))
-                if run_id is None:
-                    raise StoreError(f"no runs in {self.safe_url} yet")
-        return next(r for r in self.runs() if r.id == run_id)
+            run_id = None if ref is None else self._run_id(conn, ref)
+        for r in self.runs():  # newest first
+            if r.id == run_id or (run_id is None and r.kind == "run"):
+                return r
+        raise StoreError(f"no runs in {self.safe_url} yet")
 
     def fingerprint_of(self, run: StoredRun) -> records.Fingerprint:
-        """The fingerprint of the host that measured ``run``."""
         with self.engine.connect() as conn:
             fp = conn.scalar(sa.select(t.hosts.c.fingerprint).where(t.hosts.c.id == run.host_id))
         return records.Fingerprint.model_validate(fp)
@@ -429,11 +403,8 @@ class HistoryStore:
         if ref.isdigit() and conn.scalar(sa.select(t.runs.c.id).where(t.runs.c.id == int(ref))):
             return int(ref)
         if len(ref) >= 6:
-            found = (
-                conn.execute(sa.select(t.runs.c.id).where(t.runs.c.run_key.startswith(ref.lower())))
-                .scalars()
-                .all()
-            )
+            by_key = sa.select(t.runs.c.id).where(t.runs.c.run_key.startswith(ref.lower()))
+            found = conn.scalars(by_key).all()
             if len(found) == 1:
                 return found[0]
             if len(found) > 1:
@@ -447,11 +418,8 @@ class HistoryStore:
         cp = t.change_points.c
         with self.engine.begin() as conn:
             for b, hw, metric in set(examined):
-                conn.execute(
-                    t.change_points.delete().where(
-                        cp.benchmark_id == b, cp.hardware_class == hw, cp.metric == metric
-                    )
-                )
+                series = (cp.benchmark_id == b, cp.hardware_class == hw, cp.metric == metric)
+                conn.execute(t.change_points.delete().where(*series))
             if found:
                 conn.execute(t.change_points.insert(), [c | {"detected_at": now} for c in found])
 
@@ -490,41 +458,34 @@ class HistoryStore:
         names = self.benchmark_names(pattern)
         if not names:
             return {}
-        value = t.results.c[metric]
+        b, h, r, res = t.benchmarks.c, t.hosts.c, t.runs.c, t.results.c
+        value = res[metric]
         q = (
             sa.select(
-                t.benchmarks.c.name,
-                t.hosts.c.hardware_class,
-                t.runs.c.id,
-                t.runs.c.run_key,
-                t.runs.c.started_at,
+                b.name,
+                h.hardware_class,
+                r.id,
+                r.run_key,
+                r.started_at,
                 value,
-                t.results.c.samples_s,
-                t.runs.c.commit,
+                res.samples_s,
+                r.commit,
             )
-            .join(t.results, t.results.c.benchmark_id == t.benchmarks.c.id)
-            .join(t.runs, t.runs.c.id == t.results.c.run_id)
-            .join(t.hosts, t.hosts.c.id == t.runs.c.host_id)
-            .where(
-                t.benchmarks.c.id.in_(list(names.values())),
-                t.runs.c.kind == "run",
-                t.runs.c.excluded.is_(False),
-                t.results.c.status == "ok",
-                value.is_not(None),
-            )
-            .order_by(t.runs.c.started_at, t.runs.c.id)
+            .join(t.results, res.benchmark_id == b.id)
+            .join(t.runs, r.id == res.run_id)
+            .join(t.hosts, h.id == r.host_id)
+            .where(b.id.in_(list(names.values())), r.kind == "run", r.excluded.is_(False))
+            .where(res.status == "ok", value.is_not(None))
+            .order_by(r.started_at, r.id)
         )
         if hardware_class:
-            q = q.where(t.hosts.c.hardware_class == hardware_class)
+            q = q.where(h.hardware_class == hardware_class)
         out: dict[tuple[str, str], list[SeriesPoint]] = {}
         with self.engine.connect() as conn:
-            for name, hw, run_id, key, started, v, samples, commit in conn.execute(q):
+            for name, hw, run_id, key, at, v, samples, sha in conn.execute(q):
                 low, high = _band(samples, v, metric)
-                out.setdefault((name, hw), []).append(
-                    SeriesPoint(
-                        run_id, key, _utc(started), float(v), low, high, commit, tuple(samples)
-                    )
-                )
+                point = SeriesPoint(run_id, key, _utc(at), float(v), low, high, sha, tuple(samples))
+                out.setdefault((name, hw), []).append(point)
         return out
 
     def annotations(self, pattern: str = "*") -> list[Annotation]:
@@ -539,26 +500,19 @@ class HistoryStore:
 
     def qualifications(self, hardware_class: str | None = None) -> list[StoredQualification]:
         """The newest qualification report of each host (of one class)."""
+        qc, h = t.qualifications.c, t.hosts.c
         q = (
-            sa.select(
-                t.qualifications.c.report,
-                t.qualifications.c.recorded_at,
-                t.hosts.c.id.label("host_id"),
-                t.hosts.c.hardware_class,
-            )
-            .join(t.hosts, t.hosts.c.id == t.qualifications.c.host_id)
-            .order_by(t.qualifications.c.recorded_at)
+            sa.select(qc.report, qc.recorded_at, h.id.label("host_id"), h.hardware_class)
+            .join(t.hosts, h.id == qc.host_id)
+            .order_by(qc.recorded_at)
         )
         if hardware_class:
-            q = q.where(t.hosts.c.hardware_class == hardware_class)
+            q = q.where(h.hardware_class == hardware_class)
         with self.engine.connect() as conn:  # oldest first: a host's newest report wins
             newest = {r.host_id: r for r in conn.execute(q)}
+        load = records.load_qualification
         return [
-            StoredQualification(
-                r.host_id,
-                _utc(r.recorded_at),
-                records.load_qualification(r.report, "stored report"),
-            )
+            StoredQualification(r.host_id, _utc(r.recorded_at), load(r.report, "stored report"))
             for r in newest.values()
         ]
 
@@ -573,13 +527,10 @@ class HistoryStore:
             if run_ref is not None:
                 q = q.where(t.runs.c.id == self._run_id(conn, run_ref))
             runs = [dict(r._mapping) for r in conn.execute(q)]
-            res = sa.select(t.results, t.benchmarks.c.name).join(
-                t.benchmarks, t.benchmarks.c.id == t.results.c.benchmark_id
-            )
+            res = sa.select(t.results, t.benchmarks.c.name).join(t.benchmarks)
             by_run: dict[int, list[dict]] = {}
             for r in conn.execute(res.where(t.results.c.run_id.in_([x["id"] for x in runs]))):
-                row = dict(r._mapping)
-                by_run.setdefault(row["run_id"], []).append(row)
+                by_run.setdefault(r.run_id, []).append(dict(r._mapping))
         for run in runs:
             run["started_at"] = _utc(run["started_at"]).isoformat()
             run["results"] = [
@@ -603,6 +554,10 @@ def _sqlite_begin(conn) -> None:
     then writes fails at once (SQLITE_BUSY, no waiting) when another writer committed in
     between -- two concurrent importers lost runs that way."""
     conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _insert(conn, table: sa.Table, **values) -> int:
+    return conn.execute(table.insert().values(**values)).inserted_primary_key[0]
 
 
 def _result_row(run_id: int, benchmark_id: int, r: records.Result) -> dict:

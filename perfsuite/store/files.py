@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from contextlib import suppress
+from functools import cached_property
 from pathlib import Path
 
 from perfsuite import records
@@ -29,24 +31,16 @@ class RunDir:
 
     def __init__(self, results: Path, profile: str):
         self._results, self._profile = Path(results), profile
-        self._path: Path | None = None
 
-    @property
+    @cached_property
     def path(self) -> Path:
-        if self._path is None:
-            self._path = self._claim()
-        return self._path
-
-    def _claim(self) -> Path:
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         self._results.mkdir(parents=True, exist_ok=True)
         for n in range(1, 1000):
             path = self._results / (f"{stamp}-{self._profile}" + (f"-{n}" if n > 1 else ""))
-            try:
+            with suppress(FileExistsError):
                 path.mkdir()
                 return path
-            except FileExistsError:
-                continue
         raise OSError(f"cannot claim a run directory under {self._results}")
 
     def write_result(self, result: records.Result) -> Path:

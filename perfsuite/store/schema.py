@@ -5,22 +5,9 @@ migrated database and these definitions agree on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-from sqlalchemy import (
-    JSON,
-    Boolean,
-    Column,
-    DateTime,
-    Float,
-    ForeignKey,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
-)
+import sqlalchemy as sa
 
-metadata = MetaData(
+metadata = sa.MetaData(
     naming_convention={  # named constraints: SQLite batch migrations need names
         "ix": "ix_%(column_0_label)s",
         "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -30,136 +17,131 @@ metadata = MetaData(
 )
 
 
-def _id() -> Column:
-    return Column("id", Integer, primary_key=True, autoincrement=True)
+def _id() -> sa.Column:
+    return sa.Column("id", sa.Integer, primary_key=True, autoincrement=True)
 
 
-def _ref(table: str, *, nullable: bool = False) -> Column:
-    return Column(
-        f"{table.rstrip('s')}_id",
-        Integer,
-        ForeignKey(f"{table}.id", ondelete="CASCADE"),
-        nullable=nullable,
-        index=True,
-    )
+def _ref(table: str, *, nullable: bool = False) -> sa.Column:
+    fk = sa.ForeignKey(f"{table}.id", ondelete="CASCADE")
+    return sa.Column(f"{table.rstrip('s')}_id", sa.Integer, fk, nullable=nullable, index=True)
 
 
-hosts = Table(
+hosts = sa.Table(
     "hosts",
     metadata,
     _id(),
-    Column("fingerprint_hash", String(64), nullable=False, unique=True),
-    Column("hardware_class", String(128), nullable=False, index=True),
-    Column("fingerprint", JSON, nullable=False),
+    sa.Column("fingerprint_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("hardware_class", sa.String(128), nullable=False, index=True),
+    sa.Column("fingerprint", sa.JSON, nullable=False),
 )
 
-runs = Table(
+runs = sa.Table(
     "runs",
     metadata,
     _id(),
-    Column("run_key", String(64), nullable=False, unique=True),  # sha256 of the content
-    Column("kind", String(16), nullable=False),  # run | baseline
+    sa.Column("run_key", sa.String(64), nullable=False, unique=True),  # sha256 of the content
+    sa.Column("kind", sa.String(16), nullable=False),  # run | baseline
     _ref("hosts"),
-    Column("started_at", DateTime(timezone=True), nullable=False, index=True),
-    Column("profile", String(64), nullable=False),
-    Column("perfsuite_version", String(32)),
-    Column("software", JSON, nullable=False),
-    Column("commit", String(64)),
-    Column("source", Text),
-    Column("excluded", Boolean, nullable=False, default=False),
-    Column("excluded_reason", Text),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False, index=True),
+    sa.Column("profile", sa.String(64), nullable=False),
+    sa.Column("perfsuite_version", sa.String(32)),
+    sa.Column("software", sa.JSON, nullable=False),
+    sa.Column("commit", sa.String(64)),
+    sa.Column("source", sa.Text),
+    sa.Column("excluded", sa.Boolean, nullable=False, default=False),
+    sa.Column("excluded_reason", sa.Text),
 )
 
-benchmarks = Table(
+benchmarks = sa.Table(
     "benchmarks",
     metadata,
     _id(),
-    Column("name", String(255), nullable=False, unique=True),
-    Column("point", JSON, nullable=False),
+    sa.Column("name", sa.String(255), nullable=False, unique=True),
+    sa.Column("point", sa.JSON, nullable=False),
 )
 
-results = Table(
+results = sa.Table(
     "results",
     metadata,
     _id(),
     _ref("runs"),
     _ref("benchmarks"),
-    Column("status", String(16), nullable=False),
-    Column("latency_median_ms", Float),
-    Column("latency_p90_ms", Float),
-    Column("latency_p99_ms", Float),
-    Column("throughput_ips", Float),
-    Column("cv", Float),
-    Column("n", Integer),
-    Column("samples_s", JSON, nullable=False),  # thinned, as in baselines
-    Column("stats", JSON),
-    Column("interference", JSON),
-    Column("contaminated", Boolean, nullable=False, default=False),
-    Column("error", Text),
-    UniqueConstraint("run_id", "benchmark_id", name="uq_results_run_benchmark"),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("latency_median_ms", sa.Float),
+    sa.Column("latency_p90_ms", sa.Float),
+    sa.Column("latency_p99_ms", sa.Float),
+    sa.Column("throughput_ips", sa.Float),
+    sa.Column("cv", sa.Float),
+    sa.Column("n", sa.Integer),
+    sa.Column("samples_s", sa.JSON, nullable=False),  # thinned, as in baselines
+    sa.Column("stats", sa.JSON),
+    sa.Column("interference", sa.JSON),
+    sa.Column("contaminated", sa.Boolean, nullable=False, default=False),
+    sa.Column("error", sa.Text),
+    sa.UniqueConstraint("run_id", "benchmark_id", name="uq_results_run_benchmark"),
 )
 
-verdicts = Table(
+verdicts = sa.Table(
     "verdicts",
     metadata,
     _id(),
     _ref("runs"),
     _ref("benchmarks"),
-    Column("verdict", String(32), nullable=False),
-    Column("change", Float),
-    Column("p_value", Float),
-    Column("confirmed", Boolean),
-    Column("reason", Text),
+    sa.Column("verdict", sa.String(32), nullable=False),
+    sa.Column("change", sa.Float),
+    sa.Column("p_value", sa.Float),
+    sa.Column("confirmed", sa.Boolean),
+    sa.Column("reason", sa.Text),
 )
 
-change_points = Table(
+change_points = sa.Table(
     "change_points",
     metadata,
     _id(),
     _ref("benchmarks"),
-    Column("hardware_class", String(128), nullable=False),
-    Column("metric", String(32), nullable=False),
+    sa.Column("hardware_class", sa.String(128), nullable=False),
+    sa.Column("metric", sa.String(32), nullable=False),
     _ref("runs"),  # the first run after the change
-    Column("before", Float, nullable=False),
-    Column("after", Float, nullable=False),
-    Column("change", Float, nullable=False),
-    Column("p_value", Float, nullable=False),
-    Column("detected_at", DateTime(timezone=True), nullable=False),
-    UniqueConstraint(
+    sa.Column("before", sa.Float, nullable=False),
+    sa.Column("after", sa.Float, nullable=False),
+    sa.Column("change", sa.Float, nullable=False),
+    sa.Column("p_value", sa.Float, nullable=False),
+    sa.Column("detected_at", sa.DateTime(timezone=True), nullable=False),
+    sa.UniqueConstraint(
         "benchmark_id", "hardware_class", "metric", "run_id", name="uq_change_points_series_run"
     ),
 )
 
-annotations = Table(
+annotations = sa.Table(
     "annotations",
     metadata,
     _id(),
-    Column("benchmarks", String(255), nullable=False),  # an fnmatch glob of point ids
-    Column("hardware_class", String(128)),  # None: every class
+    sa.Column("benchmarks", sa.String(255), nullable=False),  # an fnmatch glob of point ids
+    sa.Column("hardware_class", sa.String(128)),  # None: every class
     _ref("runs"),  # from this run on
-    Column("accepted", Boolean, nullable=False),  # an accepted change resets the reference
-    Column("text", Text, nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False),
+    sa.Column("accepted", sa.Boolean, nullable=False),  # an accepted change resets the reference
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
 )
 
-qualifications = Table(
+qualifications = sa.Table(
     "qualifications",
     metadata,
     _id(),
-    Column("report_key", String(64), nullable=False, unique=True),
+    sa.Column("report_key", sa.String(64), nullable=False, unique=True),
     _ref("hosts"),
-    Column("recorded_at", DateTime(timezone=True), nullable=False),
-    Column("verdict", String(8), nullable=False),
-    Column("report", JSON, nullable=False),
+    sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("verdict", sa.String(8), nullable=False),
+    sa.Column("report", sa.JSON, nullable=False),
 )
 
-baselines = Table(  # revision 0002: baselines kept in the database (the Store protocol)
+baselines = sa.Table(  # revision 0002: baselines kept in the database (the Store protocol)
     "baselines",
     metadata,
     _id(),
-    Column("hardware_class", String(128), nullable=False),
-    Column("profile", String(64), nullable=False),
-    Column("document", JSON, nullable=False),  # a whole perfsuite.baseline/2
-    Column("saved_at", DateTime(timezone=True), nullable=False),
-    UniqueConstraint("hardware_class", "profile"),
+    sa.Column("hardware_class", sa.String(128), nullable=False),
+    sa.Column("profile", sa.String(64), nullable=False),
+    sa.Column("document", sa.JSON, nullable=False),  # a whole perfsuite.baseline/2
+    sa.Column("saved_at", sa.DateTime(timezone=True), nullable=False),
+    sa.UniqueConstraint("hardware_class", "profile"),
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -35,10 +35,9 @@ class Side:
 
     def describe(self) -> str:
         extra = " ".join(f"{k}={v}" for k, v in self.env.items())
-        return f"{self.python}" + (f" ({extra})" if extra else "")
+        return self.python + (f" ({extra})" if extra else "")
 
     def executor(self, timeout: float) -> Interpreter:
-        """This side's ``interpreter`` executor (``perfsuite.execute.interpreter``)."""
         return get_executor("interpreter", timeout=timeout, python=self.python, env=self.env,
                             label=f"side {self.name}")  # fmt: skip
 
@@ -199,4 +198,4 @@ def write(run_dir: Path, ab: AbRun, points: list[Point], hardware_class: str, ve
             write_json(run_dir / side / "points" / f"{p.id}.json", records.dump(result))
     write_json(run_dir / "ab.json", {"schema": "perfsuite.ab/1",
                "order": "A first in even rounds, B first in odd",
-               "verdicts": [v.as_dict() for v in verdicts]})  # fmt: skip
+               "verdicts": [asdict(v) for v in verdicts]})  # fmt: skip

@@ -7,7 +7,6 @@ code)."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from perfsuite.history.trends import figures
 from perfsuite.store import BaselineError, StoreError, open_store
 from perfsuite.store.database import HistoryStore
 from perfsuite.sweep import run_report
-from perfsuite.writing import atomic_write_text, json_default
+from perfsuite.writing import atomic_write_text
 
 
 @dataclass(frozen=True)
@@ -69,17 +68,12 @@ def _remeasure(session, comparison: Comparison) -> dict[str, Remeasure]:
         again = session.run(points[v.id], keep=False)
         control = control_for(comparison, v.id, points)
         ctrl = session.run(points[control], keep=False) if control else None
-        out[v.id] = Remeasure(
-            samples=_samples(again),
-            error=again.error,
-            control=control,
-            control_samples=_samples(ctrl) if ctrl is not None else None,
-        )
+        out[v.id] = Remeasure(_samples(again), again.error, control, _samples(ctrl))
     return out
 
 
-def _samples(result: records.Result) -> np.ndarray | None:
-    return np.asarray(result.samples_s, float) if result.ok else None
+def _samples(result: records.Result | None) -> np.ndarray | None:
+    return np.asarray(result.samples_s, float) if result is not None and result.ok else None
 
 
 def finish(session, opts: FinishOptions) -> Outcome:
@@ -96,8 +90,7 @@ def finish(session, opts: FinishOptions) -> Outcome:
     slow = run_report.slow_int8(recs, fp)
     out.report_lines = run_report.report_lines(recs, fp, session.formula_threads, slow)
     if out.comparison is not None:
-        counts = {k: n for k, n in out.comparison.counts().items() if n}
-        note = "verdicts: " + ", ".join(f"{n} {k}" for k, n in counts.items())
+        note = "verdicts: " + ", ".join(f"{n} {k}" for k, n in out.comparison.counts().items() if n)
         if out.fail:
             note += " (GATE FAILED)"
         page = "gate.html"
@@ -178,10 +171,9 @@ def _gate(session, opts: FinishOptions, out: Outcome) -> None:
     _gate_instructions(baseline, out, fail_on)
     if baseline is None:
         out.lines.append(
-            f"no baseline for hardware class {fp.hardware_class}, profile "
-            f"{profile} at {where}: nothing to compare. Create one with "
-            f"`pytest --benchmark-only --perf-profile {profile} "
-            f"--perf-save-baseline` and commit it."
+            f"no baseline for hardware class {fp.hardware_class}, profile {profile} at {where}: "
+            f"nothing to compare. Create one with `pytest --benchmark-only --perf-profile "
+            f"{profile} --perf-save-baseline` and commit it."
         )
         return
     base = Side.of_baseline(baseline, where)
@@ -193,9 +185,7 @@ def _gate(session, opts: FinishOptions, out: Outcome) -> None:
     terminal(out.lines.append, comparison, base.source, cur.source)
     paths = write_all(session.run_dir, comparison, base, cur, fail_on)
     out.lines.append("reports: " + ", ".join(str(p) for p in paths.values()))
-    out.gate_report = records.load_gate_report(
-        json.loads(json.dumps(as_json(comparison, fail_on), default=json_default))
-    )
+    out.gate_report = records.load_gate_report(as_json(comparison, fail_on))
     failing = comparison.failing(fail_on)
     if failing:
         out.fail = True

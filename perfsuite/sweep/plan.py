@@ -99,11 +99,6 @@ def _choices(what: str, values, valid) -> None:
         raise PlanError(f"unknown {what} {', '.join(map(repr, bad))}; valid: {', '.join(valid)}")
 
 
-def builtin_profiles() -> dict:
-    text = importlib.resources.files("perfsuite").joinpath("profiles.toml").read_text()
-    return tomllib.loads(text)
-
-
 def _toml(path) -> dict:
     try:
         return tomllib.loads(Path(path).read_text())
@@ -116,7 +111,8 @@ def _toml(path) -> dict:
 def load_profiles(pyproject: Path | None = None, user_file: Path | None = None) -> dict:
     """Built-in profiles, overridden key by key by [tool.perfsuite.profiles] in pyproject.toml
     and then by a user's file."""
-    profiles = {k: dict(v) for k, v in builtin_profiles().items()}
+    text = importlib.resources.files("perfsuite").joinpath("profiles.toml").read_text()
+    profiles = {k: dict(v) for k, v in tomllib.loads(text).items()}
     layers = []
     if pyproject is not None and pyproject.is_file():
         data = _toml(pyproject)

@@ -69,8 +69,7 @@ def run_label(point: Point) -> str:
     """How the point ran: batch and mode, or the Spark pattern and slots x CPUs per task."""
     spark = point.spark
     if spark:
-        shape = f"{spark.slots}x{spark.cpus_per_task}"
-        return f"spark {spark.pattern} {shape} b{point.batch}"
+        return f"spark {spark.pattern} {spark.slots}x{spark.cpus_per_task} b{point.batch}"
     return f"b{point.batch}" + (" throughput" if point.mode == "throughput" else "")
 
 

@@ -29,10 +29,6 @@ class SlowInt8:
         return [head + ":"] + [f"  - {r}" for r in self.reasons]
 
 
-def _cpu_flags(fingerprint: Fingerprint) -> dict:
-    return {k[4:]: v for k, v in fingerprint.fields.items() if k.startswith("isa.")}
-
-
 def _reasons(point: Point, flags: dict, flops_per_item: float | None = None) -> list[str]:
     """The diagnosis of the variant that was measured (cached, so no rebuild here)."""
     prec = point.precision
@@ -54,7 +50,8 @@ def slow_int8(records: list[Result], fingerprint, diagnose=_reasons) -> list[Slo
     """Every INT8 point measured slower than its FP32 point, with the causes found."""
     ok = [r for r in records if r.ok]
     fp32 = {table_key(r.point): r for r in ok if r.point.precision == "fp32"}
-    flags = _cpu_flags(Fingerprint.model_validate(fingerprint))
+    fields = Fingerprint.model_validate(fingerprint).fields
+    flags = {k[4:]: v for k, v in fields.items() if k.startswith("isa.")}
     out = []
     for r in sorted(ok, key=lambda r: r.id):
         p = r.point

@@ -59,8 +59,6 @@ class PerfSession:
         self.gates: dict = {}
         self._points: list[Point] | None = None
 
-    # -- plan --------------------------------------------------------------------------------
-
     def points(self) -> list[Point]:
         if self._points is None:
             unavailable = {n: b.unavailable() for n, b in BACKENDS.items()}
@@ -82,8 +80,6 @@ class PerfSession:
     def formula_threads(self, model: str) -> int:
         l3 = self.topo.caches["L3"].size_bytes / 2**20 if "L3" in self.topo.caches else 32.0
         return article_threads(self.topo.physical_cores or 1, self._model_mb(model), l3)
-
-    # -- running -----------------------------------------------------------------------------
 
     def gate(self, point: Point):
         """Accuracy of an INT8/bf16 variant vs FP32, computed once per (model, fw, prec)."""

@@ -101,12 +101,8 @@ def _installed(dist: str) -> str | None:
         return None
 
 
-def _instance(obj):
-    return obj() if isinstance(obj, type) else obj
-
-
 # name -> Backend: the perfsuite.backends entry points and the subclasses defined at run time
-REGISTRY: Registry = Registry(GROUP, _instance)
+REGISTRY: Registry = Registry(GROUP, lambda obj: obj() if isinstance(obj, type) else obj)
 
 
 class Backend(ABC):

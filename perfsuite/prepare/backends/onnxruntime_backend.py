@@ -25,8 +25,7 @@ def _options(cfg: RunConfig):
 
     o = cfg.options
     known = {"spinning", "spin_stop", "execution_mode", "inter_op_threads", "graph_optimization"}
-    unknown = set(o) - known
-    if unknown:
+    if unknown := set(o) - known:
         raise ValueError(f"unknown onnxruntime options: {sorted(unknown)}")
     so = ort.SessionOptions()
     so.intra_op_num_threads = cfg.threads
@@ -34,27 +33,19 @@ def _options(cfg: RunConfig):
     mode = o.get("execution_mode", "sequential")
     if mode not in ("sequential", "parallel"):
         raise ValueError(f"execution_mode must be 'sequential' or 'parallel', got {mode!r}")
-    so.execution_mode = (
-        ort.ExecutionMode.ORT_SEQUENTIAL if mode == "sequential" else ort.ExecutionMode.ORT_PARALLEL
-    )
+    so.execution_mode = getattr(ort.ExecutionMode, f"ORT_{mode.upper()}")
     level = o.get("graph_optimization", "all")
     if level not in _OPT_LEVELS:
         raise ValueError(f"graph_optimization must be one of {_OPT_LEVELS}, got {level!r}")
-    so.graph_optimization_level = {
-        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    }[level]
+    member = "ORT_DISABLE_ALL" if level == "disable" else f"ORT_ENABLE_{level.upper()}"
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, member)
     spinning = bool(o.get("spinning", True))
     so.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
-    spin_stop = bool(o.get("spin_stop", False))
-    so.add_session_config_entry(_SPIN_STOP, "1" if spin_stop else "0")
+    so.add_session_config_entry(_SPIN_STOP, "1" if o.get("spin_stop") else "0")
     affinity = None
     if cfg.cpus:
         # ORT pins the pool's threads 1..N-1 (thread 0 is the caller, pinned by the binding).
-        cpus = list(cfg.cpus)
-        affinity = ";".join(str(cpus[i % len(cpus)] + 1) for i in range(1, cfg.threads))
+        affinity = ";".join(str(cfg.cpus[i % len(cfg.cpus)] + 1) for i in range(1, cfg.threads))
         if affinity:  # ORT numbers logical processors from 1 in this setting
             so.add_session_config_entry("session.intra_op_thread_affinities", affinity)
     settings = {

@@ -40,8 +40,7 @@ REPORTED = (
 def _config(cfg: RunConfig) -> dict:
     o = cfg.options
     known = {"performance_hint", "num_streams", "precision_hint", "requests", "cpu_pinning"}
-    unknown = set(o) - known
-    if unknown:
+    if unknown := set(o) - known:
         raise ValueError(f"unknown openvino options: {sorted(unknown)}")
     hint = o.get("performance_hint", "THROUGHPUT" if cfg.mode == "throughput" else "LATENCY")
     if hint not in ("LATENCY", "THROUGHPUT"):
@@ -53,10 +52,8 @@ def _config(cfg: RunConfig) -> dict:
     }
     if "num_streams" in o:
         config["NUM_STREAMS"] = str(o["num_streams"])
-    if cfg.cpus:
-        config["ENABLE_CPU_PINNING"] = True
-    if "cpu_pinning" in o:
-        config["ENABLE_CPU_PINNING"] = bool(o["cpu_pinning"])
+    if cfg.cpus or "cpu_pinning" in o:  # the option wins over the binding's default
+        config["ENABLE_CPU_PINNING"] = bool(o.get("cpu_pinning", True))
     return config
 
 
@@ -92,21 +89,16 @@ class OvSession(Session):
 
     def infer(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         self._request.infer(inputs)
-        return [
-            self._request.get_output_tensor(i).data.copy()
-            for i in range(len(self._compiled.outputs))
-        ]
+        return [t.data.copy() for t in self._request.output_tensors]
 
     def callable(self, inputs):
         req = self._request
         return lambda: req.infer(inputs)
 
     def run_throughput(self, inputs: dict[str, np.ndarray], seconds: float) -> ThroughputRun:
-        n = int(
-            self._requests_wanted or self.settings.get("OPTIMAL_NUMBER_OF_INFER_REQUESTS", 1) or 1
-        )
+        n = self._requests_wanted or self.settings.get("OPTIMAL_NUMBER_OF_INFER_REQUESTS", 1) or 1
         batch = next(iter(inputs.values())).shape[0]
-        reqs = [self._compiled.create_infer_request() for _ in range(max(1, n))]
+        reqs = [self._compiled.create_infer_request() for _ in range(max(1, int(n)))]
         started = [0.0] * len(reqs)
         lat: list[float] = []
         t0 = time.perf_counter()
@@ -116,9 +108,7 @@ class OvSession(Session):
         while any(s >= 0 for s in started):  # a finished request's start is set to -1
             progressed = False
             for i, r in enumerate(reqs):
-                if started[i] < 0:
-                    continue
-                if r.wait_for(0):  # completed: record and restart unless the window is over
+                if started[i] >= 0 and r.wait_for(0):  # done: restart unless the window is over
                     now = time.perf_counter()
                     lat.append(now - started[i])
                     progressed = True

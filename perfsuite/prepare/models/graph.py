@@ -35,15 +35,13 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarr
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
 
+def _window(k: int, stride: int) -> dict:
+    """ONNX attributes of a k x k window with ``stride``, padded to keep the size at stride 1."""
+    return {"kernel_shape": [k, k], "strides": [stride, stride], "pads": [k // 2] * 4}
+
+
 class GraphBuilder:
-    def __init__(
-        self,
-        name: str,
-        seed: int,
-        calib: np.ndarray,
-        input_name: str = "input",
-        dynamic_axes: tuple[int, ...] = (0,),
-    ):
+    def __init__(self, name: str, seed: int, calib: np.ndarray):
         self.name = name
         self.rng = np.random.default_rng(seed)
         self.nodes: list = []
@@ -51,10 +49,9 @@ class GraphBuilder:
         self.params = 0
         self.flops_per_item = 0  # multiply-adds count as 2
         self._n = 0
-        shape = ["N" if i in dynamic_axes else d for i, d in enumerate(calib.shape)]
-        self.input_info = helper.make_tensor_value_info(input_name, TensorProto.FLOAT, shape)
-        self.input = Tensor(input_name, calib.astype(np.float32))
-        self.batch = calib.shape[0]
+        shape = ["N", *calib.shape[1:]]  # dynamic batch
+        self.input_info = helper.make_tensor_value_info("input", TensorProto.FLOAT, shape)
+        self.input = Tensor("input", calib.astype(np.float32))
 
     def _name(self, prefix: str) -> str:
         self._n += 1
@@ -81,25 +78,17 @@ class GraphBuilder:
     ) -> Tensor:
         """Conv + folded batch norm (mean 0, std ``gamma`` on the calibration batch)."""
         cin = x.value.shape[1]
-        pad = k // 2
         w = self.rng.standard_normal((cout, cin, k, k)).astype(np.float32)
         w *= np.sqrt(2.0 / (cin * k * k))  # He initialisation
-        y = conv2d_nchw(x.value, w, stride, pad)
+        y = conv2d_nchw(x.value, w, stride, k // 2)
         mean, std = self._normalise(y, (0, 2, 3))
         std = std / gamma
         w = (w / std[:, None, None, None]).astype(np.float32)
         b = (-mean / std).astype(np.float32)
         y = (y - mean[None, :, None, None]) / std[None, :, None, None]
-        ho, wo = y.shape[2:]
-        self.flops_per_item += 2 * cout * cin * k * k * ho * wo
-        out = self.node(
-            "Conv",
-            [x.name, self.const("w", w), self.const("b", b)],
-            y.astype(np.float32),
-            kernel_shape=[k, k],
-            strides=[stride, stride],
-            pads=[pad] * 4,
-        )
+        self.flops_per_item += 2 * cout * cin * k * k * y.shape[2] * y.shape[3]
+        inputs = [x.name, self.const("w", w), self.const("b", b)]
+        out = self.node("Conv", inputs, y.astype(np.float32), **_window(k, stride))
         return self.relu(out) if relu else out
 
     def linear(
@@ -143,27 +132,20 @@ class GraphBuilder:
         pad = k // 2
         xp = np.pad(x.value, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=-np.inf)
         win = sliding_window_view(xp, (k, k), axis=(2, 3))[:, :, ::stride, ::stride]
-        return self.node(
-            "MaxPool",
-            [x.name],
-            win.max(axis=(4, 5)),
-            kernel_shape=[k, k],
-            strides=[stride, stride],
-            pads=[pad] * 4,
-        )
+        return self.node("MaxPool", [x.name], win.max(axis=(4, 5)), **_window(k, stride))
 
     def global_avgpool_flat(self, x: Tensor) -> Tensor:
         gap = self.node("GlobalAveragePool", [x.name], x.value.mean(axis=(2, 3), keepdims=True))
         return self.node("Flatten", [gap.name], gap.value.reshape(gap.value.shape[0], -1), axis=1)
 
-    def model(self, output: Tensor, out_name: str = "output") -> onnx.ModelProto:
-        self.nodes.append(helper.make_node("Identity", [output.name], [out_name]))
-        out_shape = ["N"] + list(output.value.shape[1:])
+    def model(self, output: Tensor) -> onnx.ModelProto:
+        self.nodes.append(helper.make_node("Identity", [output.name], ["output"]))
+        out_shape = ["N", *output.value.shape[1:]]
         graph = helper.make_graph(
             self.nodes,
             self.name,
             [self.input_info],
-            [helper.make_tensor_value_info(out_name, TensorProto.FLOAT, out_shape)],
+            [helper.make_tensor_value_info("output", TensorProto.FLOAT, out_shape)],
             self.inits,
         )
         model = helper.make_model(

@@ -114,11 +114,10 @@ def build_mlp(size_mb: float, layers: int = 4, seed: int = 11) -> onnx.ModelProt
 
 
 def _layernorm(g: GraphBuilder, x: Tensor) -> Tensor:
-    d = x.value.shape[-1]
     v = x.value
     y = (v - v.mean(-1, keepdims=True)) / np.sqrt(v.var(-1, keepdims=True) + 1e-5)
-    scale = g.const("ln_g", np.ones(d, np.float32))
-    bias = g.const("ln_b", np.zeros(d, np.float32))
+    scale = g.const("ln_g", np.ones(v.shape[-1], np.float32))
+    bias = g.const("ln_b", np.zeros(v.shape[-1], np.float32))
     return g.node(
         "LayerNormalization", [x.name, scale, bias], y.astype(np.float32), axis=-1, epsilon=1e-5
     )
@@ -254,5 +253,4 @@ def get(name: str) -> ModelInfo:
     path = cache.cached(f"model-{name}", spec.params, BUILDER_VERSION, lambda p: _build_to(spec, p))
     meta = cache.read_meta(path)  # what _build_to measured, and the cache's own keys
     counts = {k: meta.pop(k) for k in ("params", "flops_per_item", "weight_bytes")}
-    shape = spec.input_shape(spec.params)
-    return ModelInfo(name, path, input_name="input", input_shape=shape, **counts, meta=meta)
+    return ModelInfo(name, path, "input", spec.input_shape(spec.params), **counts, meta=meta)
