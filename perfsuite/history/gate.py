@@ -22,6 +22,7 @@ from perfsuite.gate.judge import Comparison, Side, judge
 from perfsuite.history.changes import Change, detect, reset_index
 from perfsuite.store import find_baseline
 from perfsuite.store.database import HistoryStore, SeriesPoint, StoredRun
+from perfsuite.writing import md_cell
 
 MIN_RUNS = 2  # previous runs a point needs before the history gates it
 LAST_RUNS = 10  # previous runs pooled as its baseline
@@ -184,15 +185,13 @@ def markdown(gate: HistoryGate) -> str:
     head = "\n".join(f"- {line}" for line in lines(gate)[:-1])
     if not gate.failing:
         return f"### perfsuite history gate: passed\n\n{head}\n"
-    rows = "\n".join(f"| `{_md(s.id)}` | {_md(s.why)} | `{s.commits}` |" for s in gate.failing)
+    rows = "\n".join(
+        f"| `{md_cell(s.id)}` | {md_cell(s.why)} | `{s.commits}` |" for s in gate.failing
+    )
     return (
         "### perfsuite history gate: FAILED\n\n"
         f"{head}\n\n| point | why | suspect commits |\n|---|---|---|\n{rows}\n"
     )
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def as_json(gate: HistoryGate) -> dict:
