@@ -443,8 +443,7 @@ def _stream(run, named: list, extra: tuple, threads, isa) -> dict:
 def stream_triad(a, b, c, scalar: float, threads: int = 1, *, isa: str | None = None) -> dict:
     """a := b + scalar * c once; returns seconds and GB/s (3 arrays moved; the AVX2 variant
     uses non-temporal stores, so `a` is not read for ownership)."""
-    named = [("a", a), ("b", b), ("c", c)]
-    return _stream(_kernels.triad, named, (float(scalar),), threads, isa)
+    return _stream(_kernels.triad, [("a", a), ("b", b), ("c", c)], (float(scalar),), threads, isa)
 
 
 def stream_copy(a, b, threads: int = 1, *, isa: str | None = None) -> dict:

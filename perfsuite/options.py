@@ -75,9 +75,6 @@ class Option:
             return (f"--perf-{self.name}",)
         return (f"--{self.name}", *self.aliases)
 
-    def kwargs_for(self, face: str) -> dict[str, Any]:
-        return {**self.kwargs, **self.per_face.get(face, {})}
-
 
 def _option(name: str, **kwargs: Any) -> Option:
     """An option from ``Option``'s fields and ``add_argument``'s keyword arguments (the rest);
@@ -101,15 +98,11 @@ def _flag(name: str, text: str) -> Option:
 
 
 FAIL_ON = ("regression", "unstable", "never")
+FAIL_ON_HELP = (
+    "fail on confirmed regressions, also on unstable/incomparable, or never (default: {})"
+)
 SWEEP_VERBS = ("ab",)  # verbs that select sweep points as the plugin does
 FLEET_VERBS = ("qualify", "sweep")  # verbs that run on the hosts of a Spark cluster
-
-
-def _fail_on_help(default: str) -> str:
-    return (
-        "fail on confirmed regressions, also on unstable/incomparable, or never "
-        f"(default: {default})"
-    )
 
 
 def _list(name: str, hint: str, what: str) -> Option:
@@ -247,9 +240,9 @@ OPTIONS: tuple[Option, ...] = (
     _option(
         "fail-on",
         choices=FAIL_ON,
-        help=_fail_on_help("regression under --benchmark-only, else never"),
+        help=FAIL_ON_HELP.format("regression under --benchmark-only, else never"),
         verbs=("compare",),
-        per_face={"compare": {"default": "regression", "help": _fail_on_help("regression")}},
+        per_face={"compare": {"default": "regression", "help": FAIL_ON_HELP.format("regression")}},
     ),
     _option(
         "threshold",
@@ -323,7 +316,7 @@ def add_options(add: Callable[..., Any], face: str) -> None:
     (face ``PLUGIN``) or a verb's ``ArgumentParser.add_argument`` (face: the verb)."""
     for option in OPTIONS:
         if face in option.faces:
-            add(*option.flags(face), **option.kwargs_for(face))
+            add(*option.flags(face), **{**option.kwargs, **option.per_face.get(face, {})})
 
 
 def profile_overrides(get: Callable[[str], Any], face: str) -> dict[str, Any]:

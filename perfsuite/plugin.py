@@ -95,19 +95,20 @@ def _check_rootdir(config) -> None:
                 )
 
 
+# pytest's configuration files in its own search order, and whether a file's text is one
+INI_FILES = {
+    "pytest.ini": lambda t: True,
+    ".pytest.ini": lambda t: True,
+    "pyproject.toml": lambda t: "ini_options" in tomllib.loads(t).get("tool", {}).get("pytest", {}),
+    "tox.ini": lambda t: "[pytest]" in t,
+    "setup.cfg": lambda t: "[tool:pytest]" in t,
+}
+
+
 def _project_ini(start: Path) -> Path | None:
-    """The pytest configuration file pytest would find from ``start`` (its own order)."""
+    """The pytest configuration file pytest would find from ``start``."""
     for d in (start, *start.parents):
-        for name, holds in (
-            ("pytest.ini", lambda t: True),
-            (".pytest.ini", lambda t: True),
-            (
-                "pyproject.toml",
-                lambda t: "ini_options" in tomllib.loads(t).get("tool", {}).get("pytest", {}),
-            ),
-            ("tox.ini", lambda t: "[pytest]" in t),
-            ("setup.cfg", lambda t: "[tool:pytest]" in t),
-        ):
+        for name, holds in INI_FILES.items():
             f = d / name
             try:
                 if f.is_file() and holds(f.read_text()):
@@ -169,16 +170,15 @@ def pytest_collection_finish(session):
     lazy = config.stash[SESSION]
     tr = config.pluginmanager.get_plugin("terminalreporter")
     if not config.getoption("perf_plan"):
-        if lazy.started and tr is not None:  # sweep points were collected: pre-flight
-            busy = busiest_processes()
-            if busy:
-                tr.write_line(
-                    "perfsuite pre-flight: other processes are busy: "
-                    + "; ".join(busy)
-                    + " (their CPU use is accounted per point; disturbed windows are measured "
-                    "again, then flagged)",
-                    yellow=True,
-                )
+        # sweep points were collected: pre-flight
+        if lazy.started and tr is not None and (busy := busiest_processes()):
+            tr.write_line(
+                "perfsuite pre-flight: other processes are busy: "
+                + "; ".join(busy)
+                + " (their CPU use is accounted per point; disturbed windows are measured "
+                "again, then flagged)",
+                yellow=True,
+            )
         return
     points = lazy.get().points()
     tr.section(f"perfsuite plan: profile {lazy.profile.name}, {len(points)} point(s)")
@@ -201,17 +201,15 @@ def perf_run(perf_session, benchmark):
         if not result.ok:
             pytest.fail(f"{point.id}: {result.error}", pytrace=False)
         acc = result.accuracy
-        benchmark.extra_info.update(
-            {
-                "perfsuite_id": point.id,
-                **records.dump(point),
-                **records.dump(result.stats),
-                "settings": result.settings,
-                "binding": result.binding,
-                "accuracy": acc and records.dump(acc),
-                "hardware_class": result.hardware_class,
-            }
-        )
+        benchmark.extra_info |= {
+            "perfsuite_id": point.id,
+            **records.dump(point),
+            **records.dump(result.stats),
+            "settings": result.settings,
+            "binding": result.binding,
+            "accuracy": acc and records.dump(acc),
+            "hardware_class": result.hardware_class,
+        }
         if not benchmark.disabled:
             # The samples were timed by perfsuite's protocol (possibly in a bound worker);
             # hand them to pytest-benchmark as rounds of one call each.

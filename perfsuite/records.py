@@ -271,14 +271,11 @@ class RunProtocol(_Record):
     turn_medians_s: list[Positive] = []
 
 
-class SparkRun(_Record):
+class SparkRun(SparkSpec):
     """How a Spark point ran (``perfsuite.execute.spark``): passes, start-up, agreement of
     its outputs with a single-process run."""
 
     master: str
-    pattern: SparkPattern
-    slots: int = Field(ge=1)
-    cpus_per_task: int = Field(ge=1)
     items: int = Field(ge=1)
     spark_session_start_s: NonNegative | None = None
     cold_pass_s: NonNegative

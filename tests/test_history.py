@@ -31,7 +31,7 @@ def test_migrations_match_the_schema_and_go_both_ways(store_url):
     from alembic.migration import MigrationContext
 
     store = HistoryStore(store_url)
-    assert store.revision() == "0002"
+    assert store.revision() == "0003"
     with store.engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), schema.metadata) == []
     cfg = Config()
@@ -62,6 +62,20 @@ def test_import_is_idempotent_and_keeps_what_the_runs_said(store_url, tmp_path):
     exported = store.export()
     assert [len(r["results"]) for r in exported] == [3, 3, 3, 3]
     assert exported[0]["results"][0]["name"] == point_id(0)
+
+
+def test_a_run_keeps_its_provenance_and_commit_overrides_only_the_commit(store_url, tmp_path):
+    source = {"commit": "a" * 40, "branch": "main", "dirty": True, "repository": "org/repo"}
+    runs = step_history(tmp_path / "runs", 2, 1, step_point=None)
+    for run in runs:
+        summary = json.loads((run / "summary.json").read_text())
+        (run / "summary.json").write_text(json.dumps({**summary, "source": source}))
+    store = HistoryStore(store_url)
+    store.import_path(runs[0])
+    store.import_path(runs[1], commit="b" * 40)
+    newest, oldest = store.runs()
+    assert (oldest.commit, oldest.branch, oldest.dirty, oldest.repository) == tuple(source.values())
+    assert (newest.commit, newest.branch, newest.dirty) == ("b" * 40, "main", True)
 
 
 def test_baselines_and_qualification_reports_import_too(store_url, tmp_path):

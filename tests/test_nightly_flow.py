@@ -4,14 +4,14 @@
 and a throwaway PostgreSQL database, over simulated nights:
 
 1-2. the history fills, both nights pass (no committed baseline for the class is needed);
-3.   one point made 30% slower (PERFSUITE_FAULT=slow:0.3@ID): the job fails at the gate
-     step, naming the point and the commit range;
+3.   one point made twice as slow (PERFSUITE_FAULT=slow:1.0@ID: a step no shared-VM noise
+     reaches, so the test cannot flake; the 5% detection rate is measured separately, in
+     docs/measurements/): the job fails at the gate step, naming the point and the commits;
 4.   after ``perfsuite db annotate --accept`` on night 3, the same slowdown passes.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -76,11 +76,6 @@ def _night(run_workflow, i: int, store: str, out: Path, fault: str = ""):
 
 
 def test_three_nights_then_an_accepted_change(postgres_url, tmp_path):
-    if not os.environ.get("PERFSUITE_E2E_NIGHTLY"):
-        pytest.skip(
-            "measures real nights: needs a quiet host (PERFSUITE_E2E_NIGHTLY=1); on this shared "
-            "VM one night's calls spread by a robust CV of 17-24% and the gate calls them unstable"
-        )
     run_workflow = load_tool("run_workflow")
     nights = {}
     for i in (1, 2):
@@ -91,7 +86,7 @@ def test_three_nights_then_an_accepted_change(postgres_url, tmp_path):
     assert "Trends of the last 30 nights" in nights[2].summary
     assert (tmp_path / "night2" / "trends.html").is_file()
 
-    nights[3] = job = _night(run_workflow, 3, postgres_url, tmp_path, f"slow:0.3@{SLOW}")
+    nights[3] = job = _night(run_workflow, 3, postgres_url, tmp_path, f"slow:1.0@{SLOW}")
     assert not job.passed and job.step(GATE_STEP).status == "failed"
     gate_log = job.step(GATE_STEP).output
     assert f"REGRESSION {SLOW}" in gate_log, gate_log
@@ -112,12 +107,12 @@ def test_three_nights_then_an_accepted_change(postgres_url, tmp_path):
         third,
         "--text",
         "slower kernel: intended",
-        "--accepted",
+        "--accept",
     ]
     r = subprocess.run(annotate, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
 
-    nights[4] = job = _night(run_workflow, 4, postgres_url, tmp_path, f"slow:0.3@{SLOW}")
+    nights[4] = job = _night(run_workflow, 4, postgres_url, tmp_path, f"slow:1.0@{SLOW}")
     assert job.passed, job.step(GATE_STEP).output
     assert "history gate: passed" in job.step(GATE_STEP).output
 

@@ -33,8 +33,7 @@ def _env_pairs(values: list[str] | None, flag: str) -> dict:
 
 
 def cmd_ab(args) -> int:
-    """``perfsuite ab --a PY --b PY``: interleaved relative runs, B gated against A on the
-    per-round ratios; exit 1 when a point regressed or failed."""
+    """Exit 1 when a point regressed or failed (the rest: the module's docstring)."""
     try:
         sides = []
         for name in ("a", "b"):

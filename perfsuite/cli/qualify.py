@@ -28,9 +28,9 @@ from perfsuite.writing import NotWritable, atomic_write_text, check_writable_dir
 INPUT_ERRORS = (StoreError, fleet.FleetError, qualify.QualifyError, NotWritable, FleetUsageError)
 
 
-def _usage(message: str) -> int:
+def _error(message: str, code: int = EXIT_USAGE) -> int:
     print(f"perfsuite qualify: {message}", file=sys.stderr)
-    return EXIT_USAGE
+    return code
 
 
 def cmd_qualify(args) -> int:
@@ -38,11 +38,11 @@ def cmd_qualify(args) -> int:
     t0 = time.perf_counter()
     fp = fingerprint("/", frameworks=software_versions())
     if args.save_reference and args.reference:
-        return _usage("--save-reference and --reference exclude each other")
+        return _error("--save-reference and --reference exclude each other")
     if args.save_reference and args.quick:
-        return _usage("--save-reference needs full measurements; drop --quick")
+        return _error("--save-reference needs full measurements; drop --quick")
     if args.repeats < 1:
-        return _usage(f"--repeats must be >= 1, got {args.repeats}")
+        return _error(f"--repeats must be >= 1, got {args.repeats}")
     if args.spark_master:
         return cmd_qualify_fleet(args)
     check_writable_dir(args.out, "--out")  # before minutes of measuring, not after
@@ -93,7 +93,7 @@ def cmd_qualify_fleet(args) -> int:
     per host under --out and in the results history, and the fleet table; exit 1 when a host
     fails its checks, has no report, or fails the fleet rules."""
     if args.save_reference or args.inference:
-        return _usage(
+        return _error(
             "--spark-master runs the hardware checks on each host; "
             "--save-reference and --inference are for one host (use `perfsuite db fleet "
             "--save-reference` for a fleet reference)"
@@ -113,8 +113,7 @@ def cmd_qualify_fleet(args) -> int:
             store_url=args.store,
         )
     except WorkerError as exc:
-        print(f"perfsuite qualify: {exc}", file=sys.stderr)
-        return EXIT_FAIL
+        return _error(str(exc), EXIT_FAIL)
     by_class: dict = {}
     for host, report in sorted(run.reports.items()):
         cls = report.fingerprint.hardware_class

@@ -17,23 +17,16 @@ def table(title: str, columns: list[str], rows: list[list]) -> None:
 
 def fleet_table(scores, verdicts: dict[str, str]) -> None:
     """host | class | its own qualification verdict | fleet verdict | failing | outliers."""
-    table(
-        f"fleet of {scores[0].hardware_class}: {len(scores)} hosts",
-        ["host", "class", "qualify", "fleet", "failing", "outliers (|z|>3.5)"],
-        [
-            [
-                s.host,
-                s.hardware_class,
-                verdicts[s.host],
-                s.verdict,
-                ", ".join(
-                    f"{f.metric} ({f.category}"
-                    + (f" {f.deviation:+.1%})" if f.deviation is not None else " missing)")
-                    for f in s.failures
-                )
-                or "-",
-                ", ".join(s.outliers) or "-",
-            ]
-            for s in scores
-        ],
-    )
+    rows = []
+    for s in scores:
+        failing = ", ".join(
+            f"{f.metric} ({f.category}"
+            + (f" {f.deviation:+.1%})" if f.deviation is not None else " missing)")
+            for f in s.failures
+        )
+        outliers = ", ".join(s.outliers)
+        rows.append(
+            [s.host, s.hardware_class, verdicts[s.host], s.verdict, failing or "-", outliers or "-"]
+        )
+    columns = ["host", "class", "qualify", "fleet", "failing", "outliers (|z|>3.5)"]
+    table(f"fleet of {scores[0].hardware_class}: {len(scores)} hosts", columns, rows)

@@ -60,14 +60,9 @@ def _numactl(placement, fn, args, kwargs, timeout):
     cmd = ["numactl", *placement.numactl_args(), sys.executable, "-m", "perfsuite.execute.worker"]
     # The job is pickled by reference: the worker must import what the parent can.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    job = pickle.dumps((fn, args, kwargs))
     try:
-        proc = subprocess.run(
-            cmd,
-            input=pickle.dumps((fn, args, kwargs)),
-            capture_output=True,
-            timeout=timeout,
-            env=env,
-        )
+        proc = subprocess.run(cmd, input=job, capture_output=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise WorkerTimeout(f"numactl worker gave no answer within {timeout:g} s; killed") from None
     if proc.returncode < 0:
@@ -89,11 +84,10 @@ def run_bound(
     """fn(*args, **kwargs) run under ``placement``, its binding verified."""
     if mechanism not in MECHANISMS:
         raise ValueError(f"binding mechanism {mechanism!r}: use one of {', '.join(MECHANISMS)}")
-    use = mechanism
-    if mechanism == "auto":
-        use = "numactl" if shutil.which("numactl") else "syscall"
+    numactl = shutil.which("numactl")
+    use = ("numactl" if numactl else "syscall") if mechanism == "auto" else mechanism
     if use == "numactl":
-        if not shutil.which("numactl"):
+        if not numactl:
             raise BindingError("numactl was requested but is not installed (Debian: numactl)")
         result, binding = _numactl(placement, fn, args, kwargs, timeout)
     else:

@@ -52,16 +52,13 @@ def parse_perf_csv(text: str, events=EVENTS, returncode: int | None = None) -> C
             counts[event] = int(float(value))
         except ValueError:
             unsupported[event] = f"unparsable value {value!r}"
-    for event in events:
-        if event not in counts and event not in unsupported:
-            unsupported[event] = "not reported by perf"
-    c = counts
-    if c.get("cycles") and "instructions" in c:
-        derived["ipc"] = c["instructions"] / c["cycles"]
-    if c.get("instructions"):
-        for miss in ("cache-misses", "LLC-load-misses"):
-            if miss in c:
-                derived[f"{miss}_per_1k_instructions"] = 1000 * c[miss] / c["instructions"]
+    for event in (e for e in events if e not in counts):
+        unsupported.setdefault(event, "not reported by perf")
+    if counts.get("cycles") and "instructions" in counts:
+        derived["ipc"] = counts["instructions"] / counts["cycles"]
+    for miss in ("cache-misses", "LLC-load-misses"):
+        if counts.get("instructions") and miss in counts:
+            derived[f"{miss}_per_1k_instructions"] = 1000 * counts[miss] / counts["instructions"]
     return Counters(counts=counts, unsupported=unsupported, derived=derived, returncode=returncode)
 
 
@@ -166,7 +163,6 @@ def simulated_cache_misses(m: int = 64, k: int = 64, n: int = 64, timeout: float
     for small shapes and only when asked: it stands in for hardware counters where the PMU is
     unavailable. Returns the event totals (Ir, Dr, Dw, I1mr, D1mr, D1mw, ILmr, DLmr, DLmw) and
     miss rates, or {'unsupported': reason}."""
-
     if why := valgrind_missing():
         return {"unsupported": why}
     if max(m, k, n) > 512:

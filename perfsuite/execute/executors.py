@@ -40,11 +40,9 @@ class Executor(Protocol):
 
     def run(self, point: Point, protocol: dict) -> Measurement:
         """Measure ``point``; raise WorkerError (or a subclass) when it could not be."""
-        ...
 
     def close(self) -> None:
         """Stop whatever this executor started; it runs nothing more afterwards."""
-        ...
 
     def __enter__(self) -> Executor: ...
 
@@ -52,9 +50,13 @@ class Executor(Protocol):
 
 
 class BaseExecutor:
-    """``close`` (nothing to stop) and the context manager, for executors to inherit."""
+    """The ``timeout`` constructor, ``close`` (nothing to stop) and the context manager, for
+    executors to inherit."""
 
     name = ""
+
+    def __init__(self, timeout: float = 300.0):
+        self.timeout = timeout
 
     def close(self) -> None:
         pass
@@ -67,10 +69,7 @@ class BaseExecutor:
 
 
 class InProcess(BaseExecutor):
-    name = "in-process"
-
-    def __init__(self, timeout: float = 300.0):
-        self.timeout = timeout  # not enforceable in-process; kept for a uniform constructor
+    name = "in-process"  # its timeout is not enforceable in-process
 
     def run(self, point: Point, protocol: dict) -> Measurement:
         if point.numa_node is not None:
@@ -89,17 +88,13 @@ class FreshWorker(BaseExecutor):
 
     name = "worker"
 
-    def __init__(self, timeout: float = 300.0):
-        self.timeout = timeout
-
     def run(self, point: Point, protocol: dict) -> Measurement:
         extensions = runtime_extensions()
         done = [
             run_isolated(run_point_in_worker, extensions, point, one, timeout=self.timeout)
             for one in per_session(protocol)
         ]
-        hung = any(res.teardown_hung for res in done)
-        label = "worker (teardown hung, killed)" if hung else "worker"
+        label = "worker (teardown hung, killed)" if any(r.teardown_hung for r in done) else "worker"
         parts = [Measurement.model_validate(res.value) for res in done]
         return isolated(pool_sessions(point, parts), label)
 
@@ -170,11 +165,10 @@ def get_executor(
     """The executor ``name`` built with ``timeout`` and ``options`` (its own keywords). With
     ``spark_master`` or ``spark_items``, the run's Spark points go to one ``spark`` executor
     (``WithSpark``) whatever ``name`` is."""
-    make = EXECUTORS.named(name, "executor")
     if name == "spark":
         given = {"master": spark_master, "items": spark_items}
         options = {**{k: v for k, v in given.items() if v is not None}, **options}
-    executor = make(timeout=timeout, **options)
+    executor = EXECUTORS.named(name, "executor")(timeout=timeout, **options)
     if name == "spark" or (spark_master is None and spark_items is None):
         return executor
     spark = {"timeout": timeout, "spark_master": spark_master, "spark_items": spark_items}

@@ -116,11 +116,8 @@ def _allocator_cost(out: str) -> int:
     annotate = shutil.which("callgrind_annotate")
     if annotate is None:
         return 0
-    text = subprocess.run(
-        [annotate, "--inclusive=yes", "--threshold=100", "--auto=no", out],
-        capture_output=True,
-        text=True,
-    ).stdout
+    cmd = [annotate, "--inclusive=yes", "--threshold=100", "--auto=no", out]
+    text = subprocess.run(cmd, capture_output=True, text=True).stdout
     table = text.split("file:function", 1)[-1].split("-- Auto-annotated source", 1)[0]
     return sum(
         int(m.group(1).replace(",", "")) for m in map(_ALLOCATOR.match, table.splitlines()) if m

@@ -77,29 +77,23 @@ class Sampler:
         own = self._own_cpu() - self._own0
         total = max(total1 - total0, 1e-9)
         foreign = max(0.0, (busy1 - busy0) - own)
-        self.result = judge(
+        steal_share = (steal1 - steal0) / total
+        self.result = InterferenceWindow(
             window_s=wall,
             foreign_cpu_s=foreign,
             foreign_share=foreign / total,
-            steal_share=(steal1 - steal0) / total,
+            steal_share=steal_share,
             involuntary_switches=self._proc.num_ctx_switches().involuntary - self._invol0,
             migrations=_migrations(self.root) - self._mig0,
             load_avg_1m=os.getloadavg()[0],
+            contaminated=foreign / total > FOREIGN_SHARE_MAX or steal_share > STEAL_SHARE_MAX,
         )
         return False
-
-
-def judge(*, foreign_share: float, steal_share: float, **measured) -> InterferenceWindow:
-    contaminated = foreign_share > FOREIGN_SHARE_MAX or steal_share > STEAL_SHARE_MAX
-    return InterferenceWindow(
-        **measured, foreign_share=foreign_share, steal_share=steal_share, contaminated=contaminated
-    )
 
 
 def busiest_processes(seconds: float = 0.5, top: int = 3, min_share: float = 0.2) -> list[str]:
     """Other processes that used more than ``min_share`` of a CPU over ``seconds``: the
     pre-flight warning before a sweep starts."""
-
     me = os.getpid()
     procs = [p for p in psutil.process_iter(["pid", "name"]) if p.pid != me]
     for p in procs:

@@ -59,18 +59,14 @@ class Interpreter(BaseExecutor):
     def _environ(self) -> dict:
         return {**os.environ, **self.env}
 
+    def _command(self, point: Point, protocol: dict, *run: str) -> list[str]:
+        return [self.python, *SAFE_PATH, *run, json.dumps(dump(point)), json.dumps(protocol)]
+
     def run(self, point: Point, protocol: dict) -> Measurement:
         """One fresh process of this interpreter measuring ``point``."""
         try:
             proc = subprocess.run(
-                [
-                    self.python,
-                    *SAFE_PATH,
-                    "-c",
-                    SNIPPET,
-                    json.dumps(dump(point)),
-                    json.dumps(protocol),
-                ],
+                self._command(point, protocol, "-c", SNIPPET),
                 capture_output=True,
                 text=True,
                 timeout=self.timeout,
@@ -104,8 +100,7 @@ class TurnWorker:
     def __init__(self, interpreter: Interpreter, point: Point, protocol: dict):
         self.label, self.pid, self.timeout = interpreter.label, point.id, interpreter.timeout
         self.err = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())
-        cmd = [interpreter.python, *SAFE_PATH, "-m", "perfsuite.execute.turns",
-               json.dumps(dump(point)), json.dumps(protocol)]  # fmt: skip
+        cmd = interpreter._command(point, protocol, "-m", "perfsuite.execute.turns")
         try:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True,

@@ -64,6 +64,7 @@ def run_isolated(
     fn, *args, timeout: float = 300.0, exit_grace: float = 10.0, **kwargs
 ) -> WorkerResult:
     """fn(*args, **kwargs) in a spawned process; raises WorkerTimeout/WorkerCrashed/WorkerError."""
+    name = getattr(fn, "__name__", fn)
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(child, fn, args, kwargs), daemon=True)
@@ -74,16 +75,13 @@ def run_isolated(
         if not parent.poll(timeout):
             proc.kill()
             proc.join()
-            raise WorkerTimeout(
-                f"{getattr(fn, '__name__', fn)} gave no answer within {timeout:g} s; worker killed"
-            )
+            raise WorkerTimeout(f"{name} gave no answer within {timeout:g} s; worker killed")
         try:
             status, payload = parent.recv()
         except EOFError:
             proc.join(exit_grace)
             raise WorkerCrashed(
-                f"{getattr(fn, '__name__', fn)} worker died without answering "
-                f"({_describe_exit(proc.exitcode)})"
+                f"{name} worker died without answering ({_describe_exit(proc.exitcode)})"
             ) from None
     finally:
         parent.close()

@@ -85,15 +85,13 @@ def summarize(samples, items_per_call: int = 1, window_s: float | None = None) -
     if a.size == 0:
         raise ValueError("no samples")
     q1, p50, q3, p90, p99 = np.percentile(a, [25, 50, 75, 90, 99])
-    mean = float(a.mean())
-    stdev = float(a.std(ddof=1)) if a.size > 1 else 0.0
     out = {
         "n": int(a.size),
         "latency_p50_ms": p50 * 1e3,
         "latency_p90_ms": p90 * 1e3,
         "latency_p99_ms": p99 * 1e3,
-        "latency_mean_ms": mean * 1e3,
-        "latency_stdev_ms": stdev * 1e3,
+        "latency_mean_ms": float(a.mean()) * 1e3,
+        "latency_stdev_ms": float(a.std(ddof=1)) * 1e3 if a.size > 1 else 0.0,
         "latency_min_ms": float(a.min()) * 1e3,
         "latency_max_ms": float(a.max()) * 1e3,
         "cv": cv(a),

@@ -137,6 +137,22 @@ def measure_in_place(point: Point | dict, protocol: dict) -> dict:
     return records.dump(measure_point(point, protocol, binding, cpus, time.perf_counter()))
 
 
+def warmed(session, inputs, point: Point, p: Protocol):
+    """Warm ``session`` up (``p``'s warm-up); returns ``window(w)``: the samples and protocol of
+    one measurement window of ``w``'s length (latency: also its sample count and max_time)."""
+    if point.mode == "latency":
+        call = slowed(session.callable(inputs), point.id)
+        warm = warm_up(call, p)
+        return lambda w: measure_latency(call, w, warm)
+    session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded
+
+    def window(w: Protocol):
+        run = session.run_throughput(inputs, seconds=w.min_time)
+        return run.latencies_s, records.RunProtocol(window_s=run.seconds, items=run.items)
+
+    return window
+
+
 # A window that other processes disturbed is measured again, at most this many times.
 CONTAMINATED_RETRIES = 2
 
@@ -149,24 +165,14 @@ def _measure_session(backend, variant, cfg, inputs, point: Point, p: Protocol, c
     settings, counters, prepare_s, interference of each window tried, speed)."""
     t0 = time.perf_counter()
     windows = []
-    latency = point.mode == "latency"
     with backend.prepare(variant.path, cfg) as session:
         prepare_s = time.perf_counter() - t0
         before = calibration.probe()
-        if latency:
-            call = slowed(session.callable(inputs), point.id)
-            warm = warm_up(call, p)
-        else:
-            session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded
+        window = warmed(session, inputs, point, p)
         c = PerfAttach(os.getpid()) if p.counters and count else None  # the first window only
         for attempt in range(1 + CONTAMINATED_RETRIES):
             with c if c and attempt == 0 else nullcontext(), Sampler() as sampler:
-                if latency:
-                    samples, info = measure_latency(call, p, warm)
-                else:
-                    run = session.run_throughput(inputs, seconds=p.min_time)
-                    samples = run.latencies_s
-                    info = records.RunProtocol(window_s=run.seconds, items=run.items)
+                samples, info = window(p)
             windows.append(sampler.result)
             if not sampler.result.contaminated:
                 break

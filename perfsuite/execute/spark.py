@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +35,7 @@ from perfsuite.execute.executors import BaseExecutor
 from perfsuite.execute.interference import Sampler
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.measure import summarize
-from perfsuite.execute.runner import CONTAMINATED_RETRIES, interference_record
+from perfsuite.execute.runner import CONTAMINATED_RETRIES, interference_record, model_info
 from perfsuite.execute.spark_numa import NumaUnavailable, wrapper_script
 from perfsuite.execute.spark_tasks import decode, image_bytes
 from perfsuite.host import placement
@@ -79,20 +79,18 @@ def is_loopback(master: str) -> bool:
 
 def start(master: str | None = None, *, cores: int | None = None, conf: dict | None = None):
     """The sweep's SparkSession (getOrCreate: a second call reuses the running one)."""
-    problem = java_problem()
-    if problem:
+    if problem := java_problem():
         raise WorkerError(problem)
     from pyspark.sql import SparkSession  # heavy, optional (perfsuite[frameworks])
 
     master = master or os.environ.get(ENV_MASTER) or f"local[{cores or os.cpu_count() or 1}]"
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    b = SparkSession.builder.master(master).appName("perfsuite")
+    loopback = {}
     if is_loopback(master):
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-        b = b.config("spark.driver.host", "127.0.0.1").config(
-            "spark.driver.bindAddress", "127.0.0.1"
-        )
+        loopback = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
     settings = {
+        **loopback,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(max(2, cores or 2)),
@@ -105,9 +103,8 @@ def start(master: str | None = None, *, cores: int | None = None, conf: dict | N
         "spark.python.worker.reuse": "true",
         **(conf or {}),
     }
-    for k, v in settings.items():
-        b = b.config(k, v)
-    spark = b.getOrCreate()
+    builder = SparkSession.builder.master(master).appName("perfsuite").config(map=settings)
+    spark = builder.getOrCreate()
     # a failing task's traceback reaches the point's record; Spark's own ERROR log of it
     # would only repeat it as pages of JVM stack on the terminal
     spark.sparkContext.setLogLevel("FATAL")
@@ -163,7 +160,6 @@ class SparkExecutor(BaseExecutor):
         """Point the next jobs' Python workers at node's numactl wrapper (or unbound).
         PySpark reads ``SparkContext.pythonExec`` when it wraps each job's function, and
         Spark keeps one worker pool per interpreter, so a bound point gets its own workers."""
-
         sc = self.spark.sparkContext
         if node is None:
             sc.pythonExec = self._python
@@ -251,7 +247,6 @@ class SparkExecutor(BaseExecutor):
 
     def _pass(self, point: Point, model, job: tasks.SparkJob) -> tuple[float, Pass]:
         """One pass over the dataset; returns (wall seconds, parsed task output)."""
-
         spec, spark = point.spark, self.spark
         if spec.pattern == "partition":
             spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(point.batch))
@@ -297,7 +292,6 @@ class SparkExecutor(BaseExecutor):
         stats = summarize(latencies, items_per_call=point.batch)
         stats["throughput_ips"] = items / sum(walls)  # end to end, the whole dataset
         per_batch = [w * point.batch / self.items for w in walls]
-        settings = {**(tasks[0].settings if tasks else {}), **self._spark_settings(point)}
         workers = {t.pid: records.SparkWorker(pid=t.pid, cpus=t.cpus, mems=t.mems) for t in tasks}
         return records.Measurement.model_validate({
             "interference": interference_record(windows, discarded) if local else None,
@@ -306,7 +300,7 @@ class SparkExecutor(BaseExecutor):
             "session_medians_s": per_batch,  # end-to-end seconds per batch, one per pass
             "stats": stats,
             "protocol": {"runs": len(walls), "items": items, "window_s": sum(walls)},
-            "settings": settings,
+            "settings": {**(tasks[0].settings if tasks else {}), **self._spark_settings(point)},
             "binding": {"workers": [workers[pid] for pid in sorted(workers)]},
             "setup_s": cold_s,
             "isolation": "spark",
@@ -321,32 +315,23 @@ class SparkExecutor(BaseExecutor):
                 "partition_s": [t.elapsed_s for t in last.tasks],
                 "agreement": agreement,
             },
-            "model": {
-                "params": model.params,
-                "flops_per_item": model.flops_per_item,
-                "weight_bytes": model.weight_bytes,
-                "variant_file": variant.path.name,
-            },
+            "model": model_info(model, variant).model_copy(update={"variant_mb": None}),
         })  # fmt: skip
 
     def _spark_settings(self, point) -> dict:
         conf = self.spark.sparkContext.getConf()
-        keys = (
-            "spark.master",
-            "spark.task.cpus",
-            "spark.executorEnv.OMP_NUM_THREADS",
-            "spark.python.worker.reuse",
-        )
-        out = {k: conf.get(k, None) for k in keys}
-        out["spark.task.cpus"] = out["spark.task.cpus"] or "1"  # Spark's default
-        out["spark.sql.execution.arrow.maxRecordsPerBatch"] = point.batch
-        out["spark.pyspark.python"] = self.spark.sparkContext.pythonExec
-        return out
+        return {
+            "spark.master": conf.get("spark.master"),
+            "spark.task.cpus": conf.get("spark.task.cpus") or "1",  # Spark's default
+            "spark.executorEnv.OMP_NUM_THREADS": conf.get("spark.executorEnv.OMP_NUM_THREADS"),
+            "spark.python.worker.reuse": conf.get("spark.python.worker.reuse"),
+            "spark.sql.execution.arrow.maxRecordsPerBatch": point.batch,
+            "spark.pyspark.python": self.spark.sparkContext.pythonExec,
+        }
 
     def _agreement(self, point, model, variant, job, outputs: dict) -> records.SparkAgreement:
         """The first ``REFERENCE_ITEMS`` outputs against the same variant run in this process
         (same decode, same batch): the accuracy gate's metric and threshold."""
-
         n = min(REFERENCE_ITEMS, self.items)
         x = decode([b for _, b in self._rows(model)[:n]], model.input_shape)
         ref = accuracy.run_batches(
@@ -372,7 +357,6 @@ class SparkExecutor(BaseExecutor):
 def _cause(exc: Exception) -> str:
     """One line: the Python worker's own exception when Spark wraps one (PythonException
     carries the worker's traceback), else the first line of Spark's message."""
-
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     raised = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b", line)]
     return raised[-1] if raised else f"{exc.__class__.__name__}: {lines[0] if lines else ''}"
@@ -397,18 +381,15 @@ def _check_binding(node: int | None, tasks: list[records.SparkTask]) -> None:
 class Pass:
     """One pass over the dataset as the driver collected it."""
 
-    outputs: dict[int, bytes] = field(default_factory=dict)  # item -> its logits
-    latencies: list[float] = field(default_factory=list)  # one per inference call
-    tasks: list[records.SparkTask] = field(default_factory=list)  # the tasks' own reports
+    outputs: dict[int, bytes]  # item -> its logits
+    latencies: list[float]  # one per inference call
+    tasks: list[records.SparkTask]  # the tasks' own reports
 
 
 def _parse(rows) -> Pass:
-    got = Pass()
-    for idx, out, lat, meta in rows:
-        if meta:
-            got.tasks.append(records.SparkTask.model_validate_json(meta))
-        if idx >= 0:
-            got.outputs[idx] = out
-            if lat is not None:
-                got.latencies.append(lat)
-    return got
+    rows = list(rows)
+    return Pass(
+        outputs={idx: out for idx, out, _, _ in rows if idx >= 0},
+        latencies=[lat for idx, _, lat, _ in rows if idx >= 0 and lat is not None],
+        tasks=[records.SparkTask.model_validate_json(meta) for *_, meta in rows if meta],
+    )

@@ -67,9 +67,8 @@ def _binding() -> SparkWorker:
 def session(job: SparkJob):
     """The worker's session for ``job`` (built on first use) and the seconds this call spent
     building it (0.0 when it was already there)."""
-    key = job.key
-    if key in _SESSIONS:
-        return _SESSIONS[key][0], 0.0
+    if job.key in _SESSIONS:
+        return _SESSIONS[job.key][0], 0.0
 
     for old, _, folder in _SESSIONS.values():
         old.close()
@@ -83,8 +82,8 @@ def session(job: SparkJob):
         (folder / name).write_bytes(data)
     cfg = RunConfig(threads=job.threads, batch=job.batch, options=dict(job.options))
     built = get_backend(job.framework).prepare(folder / job.main, cfg)
-    _SESSIONS[key] = (built, time.perf_counter() - t0, folder)
-    return built, _SESSIONS[key][1]
+    _SESSIONS[job.key] = (built, time.perf_counter() - t0, folder)
+    return built, _SESSIONS[job.key][1]
 
 
 def _meta(started: float, build_s: float, items: int, settings: dict) -> str:
@@ -101,7 +100,6 @@ def infer_partition(job: SparkJob):
     item (index, logits, the batch's latency on its first row) and one meta row (index -1)."""
     import pyarrow as pa  # optional (perfsuite[frameworks]); only Spark's workers need it
 
-    shape = job.shape
     schema = pa.schema(  # SCHEMA_DDL in Arrow types
         {"idx": pa.int64(), "out": pa.binary(), "latency_s": pa.float64(), "meta": pa.string()}
     )
@@ -117,7 +115,7 @@ def infer_partition(job: SparkJob):
         items = 0
         for rb in batches:
             idx = rb.column("idx").to_pylist()
-            x = decode(rb.column("image").to_pylist(), shape)
+            x = decode(rb.column("image").to_pylist(), job.shape)
             t0 = time.perf_counter()
             out = sess.infer({job.input: x})[0]
             lat = time.perf_counter() - t0

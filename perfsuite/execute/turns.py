@@ -19,8 +19,8 @@ from dataclasses import replace
 
 from threadpoolctl import threadpool_limits
 
-from perfsuite.execute.measure import Protocol, measure_latency, warm_up
-from perfsuite.execute.runner import model_info, open_point, place, slowed
+from perfsuite.execute.measure import Protocol
+from perfsuite.execute.runner import model_info, open_point, place, warmed
 from perfsuite.prepare.backends import software_versions
 from perfsuite.records import Point, dump
 
@@ -30,26 +30,16 @@ def serve(point: Point | dict, protocol: dict, say, lines) -> None:
     t0 = time.perf_counter()
     binding, cpus = place(point.numa_node)
     p = Protocol(**protocol)
-    latency = point.mode == "latency"
     with threadpool_limits(point.threads):
         model, variant, cfg, backend, inputs = open_point(point, cpus)
         cfg = replace(cfg, options={**backend.turn_options, **cfg.options})
         with backend.prepare(variant.path, cfg) as session:
-            if latency:
-                call = slowed(session.callable(inputs), point.id)
-                warm = warm_up(call, p)
-            else:
-                session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded
+            window = warmed(session, inputs, point, p)
             say({"ready": True, "setup_s": time.perf_counter() - t0})
             for line in lines:
                 cmd, _, arg = line.strip().partition(" ")
                 if cmd == "turn":
-                    secs = float(arg)
-                    if latency:  # warmed up already
-                        turn = Protocol(min_time=secs, min_samples=1)
-                        samples, _ = measure_latency(call, turn, warm)
-                    else:
-                        samples = session.run_throughput(inputs, seconds=secs).latencies_s
+                    samples, _ = window(Protocol(min_time=float(arg), min_samples=1))
                     say({"samples_s": samples})
                 elif cmd == "stop":
                     break
@@ -65,8 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(2, 1)
 
     def say(obj: dict) -> None:
-        out.write(json.dumps(obj, default=str) + "\n")
-        out.flush()
+        print(json.dumps(obj, default=str), file=out, flush=True)
 
     serve(point, protocol, say, sys.stdin)
     return 0

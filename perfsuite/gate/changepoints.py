@@ -85,10 +85,9 @@ def _segment(x, lo, hi, max_pvalue, min_magnitude) -> list[ChangePoint]:
     change = after / before - 1 if before else math.inf
     if not (p < max_pvalue and abs(change) >= min_magnitude):
         return []
-    here = ChangePoint(lo + t, before, after, change, p)
     left = _segment(x, lo, lo + t, max_pvalue, min_magnitude)
     right = _segment(x, lo + t, hi, max_pvalue, min_magnitude)
-    return left + [here] + right
+    return [*left, ChangePoint(lo + t, before, after, change, p), *right]
 
 
 def change_points(

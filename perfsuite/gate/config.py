@@ -35,8 +35,7 @@ def load_gate_config(
     """GateConfig from ``path`` (None or a missing pyproject: defaults), then overrides."""
     values = read_gate_table(path) if path is not None else {}
     known = {f.name for f in dataclasses.fields(GateConfig)}
-    unknown = set(values) - known
-    if unknown:
+    if unknown := set(values) - known:
         raise GateConfigError(
             f"{path}: unknown [tool.perfsuite.gate] key(s) {sorted(unknown)}; "
             f"valid: {', '.join(sorted(known))}"

@@ -46,7 +46,6 @@ from perfsuite.gate.statistics import (
 )
 
 Verdict = records.Verdict
-VERDICTS = records.VERDICTS
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ class Comparison:
     machine_shift: float | None = None  # median change of the shifted points
 
     def counts(self) -> dict:
-        return {k: sum(v.verdict == k for v in self.verdicts) for k in VERDICTS}
+        return {k: sum(v.verdict == k for v in self.verdicts) for k in records.VERDICTS}
 
     def failing(self, fail_on: str) -> list[Verdict]:
         """Points that fail the gate under --fail-on."""
@@ -168,8 +167,6 @@ class Spread:
 class HiccupRun:
     """One slow hiccup run of the baseline is set aside for the slow side (``regression_runs``)."""
 
-    name = "hiccup-run"
-
     def slow_side(self, e: Evidence) -> np.ndarray:
         return regression_runs(e.runs, e.config.threshold_for(e.id))
 
@@ -191,9 +188,6 @@ class PracticalChange:
 
     name = "practical-change"
 
-    def __init__(self, hiccup: HiccupRun):
-        self.hiccup = hiccup
-
     def __call__(self, e: Evidence, v: Verdict) -> Verdict:
         cfg, (lo, hi) = e.config, (1 + v.ci[0], 1 + v.ci[1])
         t_slow = slowdown_threshold(cfg, e.id, e.runs)
@@ -201,7 +195,7 @@ class PracticalChange:
         med = float(np.median(e.judged))
         outside_hi = outside_lo = True
         if e.runs.size >= 2:
-            outside_hi, outside_lo = med > self.hiccup.slow_side(e).max(), med < e.runs.min()
+            outside_hi, outside_lo = med > _HICCUP.slow_side(e).max(), med < e.runs.min()
         significant = e.p_value < cfg.alpha
         if significant and lo > 1 and hi >= 1 + t_slow and outside_hi:
             return _set(v, verdict="regressed")
@@ -259,10 +253,9 @@ class Contamination:
         why = why if e is None else e.contaminated
         if not why:
             return v
-        if v.verdict in ("regressed", "improved"):
-            v = _set(v, verdict="unstable", confirmed=None)
-            return _reason(v, f"contaminated while measured ({why})", first=True)
-        return _reason(v, f"contaminated while measured ({why})")
+        changed = v.verdict in ("regressed", "improved")  # a contaminated change is unstable
+        v = _set(v, verdict="unstable", confirmed=None) if changed else v
+        return _reason(v, f"contaminated while measured ({why})", first=changed)
 
 
 Rule = Callable[[Evidence, Verdict], Verdict]
@@ -271,7 +264,7 @@ _HICCUP = HiccupRun()
 RULES: tuple[Rule, ...] = (
     FewSamples(),
     Spread(),
-    PracticalChange(_HICCUP),
+    PracticalChange(),
     MachineShift(),
     SingleRun(),
 )
@@ -348,10 +341,8 @@ def judge(
     ids = sorted(set(base.samples) | set(cur.samples) | set(cur.errors))
     if must:
         named = ", ".join(f"{k} ({a} -> {b})" for k, (a, b) in must.items())
-        verdicts = tuple(
-            Verdict(id=i, verdict="incomparable", reason=f"different hardware: {named}")
-            for i in ids
-        )
+        why = f"different hardware: {named}"
+        verdicts = tuple(Verdict(id=i, verdict="incomparable", reason=why) for i in ids)
         return Comparison(verdicts, False, must, tuple(notes), software, None)
     both = [i for i in ids if i not in cur.errors and i in base.samples and i in cur.samples]
     evidence = _evidence(base, cur, both, cfg)
@@ -427,8 +418,7 @@ def _judged_again(v: Verdict, samples: np.ndarray, base: Side, cfg: GateConfig):
     shift = None if v.shift is None else 1 + v.shift
     ratio = float(np.median(samples) / np.median(base.samples[v.id]))
     factor = excusing_factor(ratio, shift)
-    one = Side(base.fingerprint, {v.id: base.samples[v.id]}, base.source,
-               runs={v.id: base.runs.get(v.id, [])})  # fmt: skip
+    one = replace(base, samples={v.id: base.samples[v.id]}, runs={v.id: base.runs.get(v.id, [])})
     cur = Side(base.fingerprint, {v.id: samples / factor}, "re-measure")
     return judge(one, cur, cfg).verdicts[0], shift is not None and factor == shift
 

@@ -68,16 +68,11 @@ def header_lines(c: Comparison, base_src: str, cur_src: str) -> list[str]:
 def terminal(write, c: Comparison, base_src: str, cur_src: str) -> None:
     for line in header_lines(c, base_src, cur_src):
         write(line)
-    write(
-        f"{'verdict':<12} {'change':>8} {'CI (ratio-1)':>18} {'p (Holm)':>9} "
-        f"{'base ms':>9} {'curr ms':>9}  benchmark"
-    )
+    row = "{:<12} {:>8} {:>18} {:>9} {:>9} {:>9}  {}".format  # the head's layout is the rows'
+    write(row("verdict", "change", "CI (ratio-1)", "p (Holm)", "base ms", "curr ms", "benchmark"))
     for v in sorted(c.verdicts, key=lambda v: (v.verdict != "regressed", v.id)):
-        change, ci, p, base, cur, extra = _row(v)
-        write(
-            f"{v.verdict:<12} {change:>8} {ci:>18} {p:>9} "
-            f"{base:>9} {cur:>9}  {v.id}{'  (' + extra + ')' if extra else ''}"
-        )
+        *cells, extra = _row(v)
+        write(row(v.verdict, *cells, v.id + (f"  ({extra})" if extra else "")))
 
 
 def markdown(c: Comparison, base_src: str, cur_src: str) -> str:
@@ -122,14 +117,13 @@ def latency_boxes(name: str, title: str, samples_ms: list, labels: list[str], he
     """Latency distributions, a box per label: ``[(name, data URI)]``, or [] with none."""
     if not labels:
         return []
-    fig = Figure(figsize=(9, max(2.5, height)))
-    ax = fig.subplots()
+    ax = Figure(figsize=(9, max(2.5, height))).subplots()
     ax.boxplot(samples_ms, orientation="horizontal", showfliers=False)
     ax.set_yticks(range(1, len(labels) + 1), labels, fontsize=6)
     ax.set_xscale("log")
     ax.set_xlabel("latency per call, ms (log)")
     ax.set_title(title)
-    return [(name, png(fig))]
+    return [(name, png(ax.figure))]
 
 
 def throughput_vs_threads(groups: dict[str, list[tuple[int, float]]]):
@@ -137,15 +131,14 @@ def throughput_vs_threads(groups: dict[str, list[tuple[int, float]]]):
     lines = {key: sorted(pts) for key, pts in sorted(groups.items()) if len(pts) > 1}
     if not lines:
         return []
-    fig = Figure(figsize=(7, 4))
-    ax = fig.subplots()
+    ax = Figure(figsize=(7, 4)).subplots()
     for key, pts in lines.items():
         ax.plot([t for t, _ in pts], [v for _, v in pts], marker="o", label=key)
     ax.set_xlabel("threads")
     ax.set_ylabel("items/s")
     ax.legend(fontsize=6)
     ax.set_title("throughput vs threads")
-    return [("Throughput vs threads", png(fig))]
+    return [("Throughput vs threads", png(ax.figure))]
 
 
 def html_report(c: Comparison, base: Side, cur: Side) -> str:
@@ -165,15 +158,14 @@ def html_report(c: Comparison, base: Side, cur: Side) -> str:
             ratios[pid] = s.throughput_ips / cur.stats[fp32_id].throughput_ips
     figs += throughput_vs_threads(groups)
     if ratios:
-        fig = Figure(figsize=(7, max(2.5, 0.3 * len(ratios))))
-        ax = fig.subplots()
+        ax = Figure(figsize=(7, max(2.5, 0.3 * len(ratios)))).subplots()
         names = sorted(ratios)
         ax.barh(names, [ratios[n] for n in names])
         ax.axvline(1.0, color="k", lw=0.8)
         ax.tick_params(axis="y", labelsize=6)
         ax.set_xlabel("throughput relative to FP32")
         ax.set_title("INT8/FP32 ratios")
-        figs.append(("INT8/FP32", png(fig)))
+        figs.append(("INT8/FP32", png(ax.figure)))
     rows = ""
     for v in sorted(c.verdicts, key=lambda v: (v.verdict != "regressed", v.id)):
         change, ci, p, *_ = _row(v)
@@ -210,16 +202,10 @@ def as_json(c: Comparison, fail_on: str) -> dict:
 
 
 def write_all(out_dir: Path, c: Comparison, base, cur, fail_on: str) -> dict[str, Path]:
-    """Markdown, JUnit, HTML and JSON files in out_dir; Markdown also to
-    $GITHUB_STEP_SUMMARY."""
-    out_dir = Path(out_dir)
+    """Markdown, JUnit, HTML and JSON files in out_dir; Markdown also to $GITHUB_STEP_SUMMARY."""
     md = markdown(c, base.source, cur.source)
-    paths = {
-        "json": out_dir / "gate.json",
-        "markdown": out_dir / "gate.md",
-        "junit": out_dir / "gate-junit.xml",
-        "html": out_dir / "gate.html",
-    }
+    names = dict(json="gate.json", markdown="gate.md", junit="gate-junit.xml", html="gate.html")
+    paths = {kind: Path(out_dir) / name for kind, name in names.items()}
     data = as_json(c, fail_on)
     load_gate_report(data)  # validated like every record perfsuite writes
     atomic_write_text(paths["json"], json.dumps(data, indent=1))

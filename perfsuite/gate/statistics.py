@@ -35,6 +35,9 @@ SINGLE_RUN_HINT = (
     "baseline has one run: its run-to-run spread is unknown (add runs with --perf-add-baseline-run)"
 )
 
+MIN_SHIFT_GROUP = 3  # points in a thread group for a shift of its own (else the sweep's)
+MIN_RUNS_FOR_A_HICCUP = 5  # baseline runs before the slowest may be set aside (regression_runs)
+
 
 def _finite(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
@@ -106,18 +109,10 @@ def holm(p_values: list[float]) -> list[float]:
     return adjusted.tolist()
 
 
-MIN_SHIFT_GROUP = 3
-
-
 def point_threshold(cfg: GateConfig, point_id: str, runs) -> float:
     """The practical threshold for a point: the configured one, and with two or more baseline
     runs at least 3x their between-run CV."""
-    runs = np.asarray(runs, float)
-    t = cfg.threshold_for(point_id)
-    return max(t, 3 * cv(runs)) if runs.size >= 2 else t
-
-
-MIN_RUNS_FOR_A_HICCUP = 5
+    return max(cfg.threshold_for(point_id), 3 * cv(runs))  # cv: 0 for fewer than two runs
 
 
 def regression_runs(runs, at_least: float = 0.05) -> np.ndarray:

@@ -20,6 +20,7 @@ from perfsuite.records import Provenance, Result, Run
 
 FORMATS = ("github-action-benchmark", "bmf", "conbench")
 MEASURES = ("latency", "throughput")
+TAGS = ("model", "framework", "precision", "threads", "batch", "mode")  # Conbench tags, as text
 
 
 def _ok(run: Run) -> list[Result]:
@@ -41,18 +42,17 @@ def github_action_benchmark(run: Run, measure: str = "latency") -> list[dict]:
 
 
 def bmf(run: Run) -> dict:
-    out = {}
-    for r in _ok(run):
-        s = r.stats
-        out[r.id] = {
+    return {
+        r.id: {
             "latency": {
-                "value": s.latency_p50_ms * 1e6,
-                "lower_value": s.latency_min_ms * 1e6,
-                "upper_value": s.latency_p90_ms * 1e6,
+                "value": r.stats.latency_p50_ms * 1e6,
+                "lower_value": r.stats.latency_min_ms * 1e6,
+                "upper_value": r.stats.latency_p90_ms * 1e6,
             },
-            "throughput": {"value": s.throughput_ips},
+            "throughput": {"value": r.stats.throughput_ips},
         }
-    return out
+        for r in _ok(run)
+    }
 
 
 def _machine_info(fields: dict) -> dict:
@@ -66,10 +66,7 @@ def _machine_info(fields: dict) -> dict:
         "os_name": "Linux",
         "os_version": str(fields.get("os.kernel") or "unknown"),
         "cpu_model_name": str(fields.get("cpu.model_name") or "unknown"),
-        "cpu_l1d_cache_bytes": num("cache.l1d_bytes"),
-        "cpu_l1i_cache_bytes": num("cache.l1i_bytes"),
-        "cpu_l2_cache_bytes": num("cache.l2_bytes"),
-        "cpu_l3_cache_bytes": num("cache.l3_bytes"),
+        **{f"cpu_{c}_cache_bytes": num(f"cache.{c}_bytes") for c in ("l1d", "l1i", "l2", "l3")},
         "cpu_core_count": num("cpu.physical_cores"),
         "cpu_thread_count": num("cpu.online_count"),
         "cpu_frequency_max_hz": int(float(fields.get("freq.max_mhz") or 0) * 1e6),
@@ -105,12 +102,7 @@ def conbench(run: Run) -> list[dict]:
             "stats": {"data": list(r.samples_s), "unit": "s", "iterations": 1},
             "tags": {
                 "name": r.id,
-                "model": p.model,
-                "framework": p.framework,
-                "precision": p.precision,
-                "threads": str(p.threads),
-                "batch": str(p.batch),
-                "mode": p.mode,
+                **{k: str(getattr(p, k)) for k in TAGS},
                 "numa_node": "any" if p.numa_node is None else str(p.numa_node),
             },
             "context": {"benchmark_language": "Python", "profile": profile},

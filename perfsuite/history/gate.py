@@ -114,8 +114,7 @@ def _fallback(fp, current, gathering, target, baseline, cfg, where):
         return None, f"no baseline at {where_base}"
     base = Side.of_baseline(found, where_base)
     mine = {k: v for k, v in base.samples.items() if k in gathering}
-    base = Side(base.fingerprint, mine, base.source, stats=base.stats,
-                runs={k: v for k, v in base.runs.items() if k in mine})  # fmt: skip
+    base = replace(base, samples=mine, runs={k: v for k, v in base.runs.items() if k in mine})
     cur = _side(fp, {k: current[k] for k in gathering}, where)
     return judge(base, cur, cfg), f"against {base.source}"
 
@@ -174,8 +173,7 @@ def lines(gate: HistoryGate) -> list[str]:
             f"previous runs (gated by the history after {need} more run(s)); "
             f"{gate.fallback_note}"
         )
-    for s in gate.failing:
-        out.append(f"REGRESSION {s.id}: {s.why}; suspect commits {s.commits}")
+    out += [f"REGRESSION {s.id}: {s.why}; suspect commits {s.commits}" for s in gate.failing]
     out.append("history gate: " + ("FAILED" if gate.failing else "passed"))
     return out
 

@@ -188,10 +188,6 @@ def collect_frequency(reader: Reader, topo: Topology) -> dict:
     }
 
 
-def collect_memory(reader: Reader) -> dict:
-    return {"memory.total_bytes": reader.mem_total("proc/meminfo", note="memory")}
-
-
 def _dist_version(name: str) -> str | None:
     try:
         return importlib.metadata.version(name)
@@ -256,7 +252,7 @@ def fingerprint(
     fields.update(collect_cpu(topo))
     fields.update(collect_caches(topo))
     fields.update(collect_numa(topo))
-    fields.update(collect_memory(reader))
+    fields["memory.total_bytes"] = reader.mem_total("proc/meminfo", note="memory")
     fields.update(collect_os(reader, topo, host))
     fields.update(collect_frequency(reader, topo))
     if software:

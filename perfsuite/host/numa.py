@@ -44,10 +44,8 @@ def set_mempolicy(mode: int, nodes: list[int]) -> None:
     mask, maxnode = _mask(nodes)
     rc = _libc().syscall(SYS_SET_MEMPOLICY, ctypes.c_int(mode), mask, ctypes.c_ulong(maxnode))
     if rc != 0:
-        err = ctypes.get_errno()
-        raise BindingError(
-            f"set_mempolicy({_MODES.get(mode, mode)}, nodes {nodes}) failed: {os.strerror(err)}"
-        )
+        why = os.strerror(ctypes.get_errno())
+        raise BindingError(f"set_mempolicy({_MODES.get(mode, mode)}, nodes {nodes}) failed: {why}")
 
 
 def get_mempolicy() -> tuple[str, list[int]]:

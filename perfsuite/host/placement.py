@@ -108,6 +108,5 @@ def choose_cpus(topo: Topology, allowed: list[int], n: int, policy: str = "compa
 
 def matrix(topo: Topology) -> list[tuple[int, int]]:
     """(CPU node, memory node) pairs: the diagonal is local, the rest remote."""
-    nodes = sorted(n for n, info in _nodes(topo).items() if info.cpus)
-    mem = sorted(_nodes(topo))
-    return [(c, m) for c in nodes for m in mem]
+    nodes = _nodes(topo)
+    return [(c, m) for c in sorted(n for n, i in nodes.items() if i.cpus) for m in sorted(nodes)]

@@ -55,14 +55,6 @@ def is_valid(path: Path, companions: tuple[Path, ...] = ()) -> bool:
         return False
 
 
-def seal(path: Path, companions: tuple[Path, ...] = (), meta: dict | None = None) -> None:
-    """Record the finished artefact's hash so later loads can verify it."""
-    files = {
-        p.name: {"size": p.stat().st_size, "sha256": file_sha256(p)} for p in (path, *companions)
-    }
-    write_json(_manifest(path), {"files": files, "meta": meta or {}})
-
-
 def read_meta(path: Path) -> dict:
     try:
         return json.loads(_manifest(path).read_text()).get("meta", {})
@@ -85,6 +77,10 @@ def cached(
     companions = tuple(path.with_suffix(s) for s in companion_suffixes)
     if path.exists() and is_valid(path, companions):
         return path
-    meta = build(path) or {}
-    seal(path, companions, {"artefact": name, "key_params": params, "version": version, **meta})
+    meta = {"artefact": name, "key_params": params, "version": version, **(build(path) or {})}
+    # seal the finished artefact with its hashes, which is_valid checks on later loads
+    files = {
+        p.name: {"size": p.stat().st_size, "sha256": file_sha256(p)} for p in (path, *companions)
+    }
+    write_json(_manifest(path), {"files": files, "meta": meta})
     return path

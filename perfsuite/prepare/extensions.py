@@ -20,11 +20,6 @@ BACKENDS = "perfsuite.backends"
 PRECISIONS = "perfsuite.precisions"
 EXECUTORS = "perfsuite.executors"
 
-STALE = (
-    "no {group} entry points found: perfsuite's installed metadata is missing or stale "
-    "(reinstall it: pip install -e .)"
-)
-
 
 class Registry(MutableMapping):
     """name -> object of one entry-point group (read on first use and again when ``sys.path``
@@ -66,7 +61,10 @@ class Registry(MutableMapping):
     def named(self, name: str, what: str):
         """The entry ``name``; a ValueError listing the known ones when there is none."""
         if name not in self:
-            known = ", ".join(self) or STALE.format(group=self.group)
+            known = ", ".join(self) or (
+                f"no {self.group} entry points found: perfsuite's installed metadata is missing "
+                "or stale (reinstall it: pip install -e .)"
+            )
             raise ValueError(f"unknown {what} {name!r}; choose one of {known}")
         return self[name]
 

@@ -121,10 +121,6 @@ def _nncf(model: ModelInfo, target: Path) -> dict:
 NO_BF16 = "bf16 needs avx512_bf16 or AMX; this CPU has neither"
 
 
-def _bf16_missing() -> str | None:
-    return None if cpu_features().get("avx512_bf16") else NO_BF16
-
-
 @dataclass(frozen=True)
 class Quantizer:
     """How one precision's model file is made. ``build(model, target) -> metadata`` writes the
@@ -143,7 +139,10 @@ INT8_DYNAMIC = Quantizer(_ort_dynamic)
 INT8_STATIC = Quantizer(partial(_ort_static, reduce_range=False))
 INT8_STATIC_RR = Quantizer(partial(_ort_static, reduce_range=True))
 INT8_NNCF = Quantizer(_nncf, ".xml", (".bin",))
-BF16 = Quantizer(framework_options={"precision_hint": "bf16"}, missing=_bf16_missing)
+BF16 = Quantizer(
+    framework_options={"precision_hint": "bf16"},
+    missing=lambda: None if cpu_features().get("avx512_bf16") else NO_BF16,
+)
 
 # name -> Quantizer: the entry points, and what register_precision added
 QUANTIZERS: Registry = Registry(GROUP)
@@ -165,14 +164,11 @@ def prepare(model: ModelInfo, precision: str, framework: str) -> Prepared:
     q = QUANTIZERS.named(precision, "precision")
     if reason := get_backend(framework).why_not(precision) or q.missing():
         raise Unsupported(reason)
-    if q.build is None:
-        return Prepared(model.path, precision, dict(q.framework_options))
-    path = cache.cached(
-        f"{precision}-{model.name}",
-        {"model": model.path.name},
-        QUANTIZER_VERSION,
-        lambda p: q.build(model, p),
-        q.suffix,
-        q.companions,
-    )
+    path = model.path
+    if q.build is not None:
+        key = {"model": model.path.name}
+        build = partial(q.build, model)
+        path = cache.cached(
+            f"{precision}-{model.name}", key, QUANTIZER_VERSION, build, q.suffix, q.companions
+        )
     return Prepared(path, precision, dict(q.framework_options))

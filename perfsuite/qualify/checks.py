@@ -92,29 +92,27 @@ def check_sku(fields: dict, ref: records.Reference | None) -> None:
             )
 
 
+def _check(group: str, name: str, status: str, measured=None, expected=None, detail="") -> Check:
+    """A ``Check`` from its fields in order, so that each check below reads as one call."""
+    return Check(
+        group=group, name=name, status=status, measured=measured, expected=expected, detail=detail
+    )
+
+
+def _status(ok: bool, otherwise: str) -> str:
+    return "PASS" if ok else otherwise
+
+
 def check_topology(fields: dict, ref: records.Reference) -> list[Check]:
     out = [
-        Check(
-            group="topology",
-            name=key,
-            status="PASS" if fields.get(key) == want else "FAIL",
-            measured=fields.get(key),
-            expected=want,
-        )
+        _check("topology", key, _status(fields.get(key) == want, "FAIL"), fields.get(key), want)
         for key, want in ref.topology.items()
     ]
     want_gib = ref.memory_total_gib_min
     if want_gib is not None:
         got = (fields.get("memory.total_bytes") or 0) / 2**30
-        out.append(
-            Check(
-                group="topology",
-                name="memory.total_gib",
-                status="PASS" if got >= want_gib else "FAIL",
-                measured=round(got, 1),
-                expected=f">= {want_gib}",
-            )
-        )
+        status = _status(got >= want_gib, "FAIL")
+        out.append(_check("topology", "memory.total_gib", status, round(got, 1), f">= {want_gib}"))
     return out
 
 
@@ -128,6 +126,7 @@ def check_bandwidth(
 ) -> list[Check]:
     spec = ref.bandwidth_gbs_per_node if ref else None
     limit = (ref.node_symmetry_max_spread if ref else None) or NODE_SYMMETRY_MAX_SPREAD
+    expected = spec.expected if spec else None
     out = []
     for n, v in sorted(per_node_gbs.items()):
         if spec and quick:
@@ -139,16 +138,8 @@ def check_bandwidth(
         else:
             status = "WARN"
             detail = NEEDS_REFERENCE + " (the DIMM channel count is not readable from sysfs)"
-        out.append(
-            Check(
-                group="bandwidth",
-                name=f"node{n} triad GB/s",
-                status=status,
-                measured=round(v, 1),
-                expected=spec.expected if spec else None,
-                detail=detail,
-            )
-        )
+        name = f"node{n} triad GB/s"
+        out.append(_check("bandwidth", name, status, round(v, 1), expected, detail))
     if len(per_node_gbs) > 1:
         out.append(check_node_symmetry(per_node_gbs, limit))
     return out
@@ -159,13 +150,14 @@ def check_node_symmetry(per_node_gbs: dict[int, float], limit: float) -> Check:
     best = max(per_node_gbs.values())
     slow = {n: v for n, v in per_node_gbs.items() if v < best * (1 - limit)}
     detail = ", ".join(f"node{n} at {v / best:.0%} of the fastest node" for n, v in slow.items())
-    return Check(
-        group="bandwidth",
-        name="node symmetry",
-        status="FAIL" if slow else "PASS",
-        measured={f"node{n}": round(v, 1) for n, v in sorted(per_node_gbs.items())},
-        expected=f"all within {limit:.0%} of the fastest",
-        detail=detail or "all nodes within the limit (a DIMM missing shows up here)",
+    measured = {f"node{n}": round(v, 1) for n, v in sorted(per_node_gbs.items())}
+    return _check(
+        "bandwidth",
+        "node symmetry",
+        _status(not slow, "FAIL"),
+        measured,
+        f"all within {limit:.0%} of the fastest",
+        detail or "all nodes within the limit (a DIMM missing shows up here)",
     )
 
 
@@ -176,41 +168,34 @@ def check_compute(
     itself: all cores busy must keep 90% of the one-core rate (no clock collapse under
     load). The GEMM must reach a share of the peak measured on this host either way."""
     want = (ref.gemm_efficiency_min if ref else None) or GEMM_EFFICIENCY_MIN
-    gemm = Check(
-        group="compute",
-        name="GEMM efficiency (gemm_f32 n=1024 / FMA peak)",
-        status="PASS" if gemm_eff >= want else "WARN",
-        measured=round(gemm_eff, 2),
-        expected=f">= {want}",
-    )
-    spec = ref.fma_gflops_per_core if ref else None
-    one_core = Check(
-        group="compute",
-        name="FMA GFLOP/s, one core",
-        status="WARN" if ref is None else _graded(peak_per_core, spec),
-        measured=round(peak_per_core, 1),
-        expected=None if ref is None else spec.expected,
-        detail=NEEDS_REFERENCE if ref is None else "",
-    )
+    gemm_name = "GEMM efficiency (gemm_f32 n=1024 / FMA peak)"
+    gemm_status = _status(gemm_eff >= want, "WARN")
+    gemm = _check("compute", gemm_name, gemm_status, round(gemm_eff, 2), f">= {want}")
+    one_core_name, peak = "FMA GFLOP/s, one core", round(peak_per_core, 1)
     if ref is None:
+        one_core = _check("compute", one_core_name, "WARN", peak, detail=NEEDS_REFERENCE)
         ratio = all_core_per_core / peak_per_core if peak_per_core else 0.0
-        all_cores = Check(
-            group="compute",
-            name="FMA per core all cores busy / one core",
-            status="PASS" if ratio >= ALL_CORE_MIN_RATIO else "WARN",
-            measured=round(ratio, 2),
-            expected=f">= {ALL_CORE_MIN_RATIO}",
-            detail=f"{all_core_per_core:.1f} vs {peak_per_core:.1f} GFLOP/s per core"
-            + ("" if ratio >= ALL_CORE_MIN_RATIO else ": clock drops under load"),
+        ok = ratio >= ALL_CORE_MIN_RATIO
+        all_cores = _check(
+            "compute",
+            "FMA per core all cores busy / one core",
+            _status(ok, "WARN"),
+            round(ratio, 2),
+            f">= {ALL_CORE_MIN_RATIO}",
+            f"{all_core_per_core:.1f} vs {peak_per_core:.1f} GFLOP/s per core"
+            + ("" if ok else ": clock drops under load"),
         )
     else:
-        all_cores = Check(
-            group="compute",
-            name="FMA GFLOP/s per core, all cores busy",
-            status=_graded(all_core_per_core, spec),
-            measured=round(all_core_per_core, 1),
-            expected=spec.expected,
-            detail="every core reaches the expected clock"
+        spec = ref.fma_gflops_per_core
+        graded = _graded(peak_per_core, spec)
+        one_core = _check("compute", one_core_name, graded, peak, spec.expected)
+        all_cores = _check(
+            "compute",
+            "FMA GFLOP/s per core, all cores busy",
+            _graded(all_core_per_core, spec),
+            round(all_core_per_core, 1),
+            spec.expected,
+            "every core reaches the expected clock"
             if all_core_per_core >= peak_per_core * ALL_CORE_MIN_RATIO
             else "all-core rate well below the single-core rate: clock drops under load",
         )
@@ -221,16 +206,9 @@ def check_stability(repeats: list[float], ref: records.Reference | None) -> list
     a = np.asarray(repeats, float)
     cv = coefficient_of_variation(a)
     limit = (ref.stability_max_cv if ref else None) or STABILITY_MAX_CV
-    return [
-        Check(
-            group="stability",
-            name="FMA peak across repeats (CV)",
-            status="PASS" if cv <= limit else "WARN",
-            measured=round(cv, 4),
-            expected=f"<= {limit}",
-            detail=f"{a.size} repeats, min {a.min():.1f} max {a.max():.1f} GFLOP/s",
-        )
-    ]
+    name, status = "FMA peak across repeats (CV)", _status(cv <= limit, "WARN")
+    detail = f"{a.size} repeats, min {a.min():.1f} max {a.max():.1f} GFLOP/s"
+    return [_check("stability", name, status, round(cv, 4), f"<= {limit}", detail)]
 
 
 def check_settings(fields: dict, ref: records.Reference | None) -> list[Check]:
@@ -242,16 +220,7 @@ def check_settings(fields: dict, ref: records.Reference | None) -> list[Check]:
         else:
             status = "PASS" if got == want else "WARN"
             detail = "" if got == want else f"recommended: {want}"
-        out.append(
-            Check(
-                group="settings",
-                name=key,
-                status=status,
-                measured=got,
-                expected=want,
-                detail=detail,
-            )
-        )
+        out.append(_check("settings", key, status, got, want, detail))
     return out
 
 
@@ -313,16 +282,7 @@ def check_inference(info: records.InferenceOutcome | None) -> list[Check]:
         status = "FAIL" if gate.failures or info.returncode == 1 else "PASS"
         measured, expected = f"{gate.failures} of {gate.points} points failing", "0 failing"
         detail = f"gate reports in {info.run_dir}"
-    return [
-        Check(
-            group="inference",
-            name=name,
-            status=status,
-            measured=measured,
-            expected=expected,
-            detail=detail,
-        )
-    ]
+    return [_check("inference", name, status, measured, expected, detail)]
 
 
 def check_topology_sanity(fields: dict) -> list[Check]:
@@ -331,47 +291,28 @@ def check_topology_sanity(fields: dict) -> list[Check]:
     cores, tpc = fields.get("cpu.physical_cores"), fields.get("cpu.threads_per_core")
     out = []
     if online is not None and cores and tpc:
-        out.append(
-            Check(
-                group="topology",
-                name="online CPUs = cores x threads per core",
-                status="PASS" if online == cores * tpc else "FAIL",
-                measured=online,
-                expected=cores * tpc,
-                detail="" if online == cores * tpc else "CPUs offline or cores disabled",
-            )
-        )
+        ok = online == cores * tpc
+        detail = "" if ok else "CPUs offline or cores disabled"
+        name = "online CPUs = cores x threads per core"
+        out.append(_check("topology", name, _status(ok, "FAIL"), online, cores * tpc, detail))
     offline = fields.get("cpu.offline") or ""
     known = {k: fields.get(k) for k in ("numa.node_count", "cache.l3_bytes")}
+    readable = _status(all(known.values()), "FAIL")
     out += [
-        Check(
-            group="topology",
-            name="offline CPUs",
-            status="PASS" if not offline else "WARN",
-            measured=offline or "none",
-            expected="none",
-        ),
-        Check(
-            group="topology",
-            name="NUMA nodes and L3 readable",
-            status="PASS" if all(known.values()) else "FAIL",
-            measured=known,
-            expected="both known",
-        ),
+        _check("topology", "offline CPUs", _status(not offline, "WARN"), offline or "none", "none"),
+        _check("topology", "NUMA nodes and L3 readable", readable, known, "both known"),
     ]
     if fields.get("cpu.microarchitecture") in AVX512_MICROARCHITECTURES:
         flags = ("isa.avx512f", "isa.avx512_vnni", "isa.avx512_bf16")
         masked = [f for f in flags if fields.get(f) is False]
         out.append(
-            Check(
-                group="topology",
-                name="AVX-512 visible (VNNI, BF16)",
-                status="WARN" if masked else "PASS",
-                measured="masked: " + ", ".join(masked) if masked else "all present",
-                expected="all present",
-                detail="a hypervisor or BIOS hides them: INT8/bf16 run the slow paths"
-                if masked
-                else "",
+            _check(
+                "topology",
+                "AVX-512 visible (VNNI, BF16)",
+                _status(not masked, "WARN"),
+                "masked: " + ", ".join(masked) if masked else "all present",
+                "all present",
+                "a hypervisor or BIOS hides them: INT8/bf16 run the slow paths" if masked else "",
             )
         )
     return out

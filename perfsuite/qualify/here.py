@@ -6,32 +6,25 @@ from __future__ import annotations
 
 import time
 
+from perfsuite import records
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.host.topology import read_topology
 from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks as qualify
-from perfsuite.records import (
-    QUALIFICATION,
-    Fingerprint,
-    HostMeasurements,
-    QualificationReport,
-    Reference,
-)
 
 
 def qualify_here(
     *,
     quick: bool = False,
-    reference: Reference | None = None,
+    reference: records.Reference | None = None,
     repeats: int = 1,
     inference: tuple | None = None,
-    fp: Fingerprint | None = None,
-) -> tuple[QualificationReport, list[HostMeasurements]]:
+    fp: records.Fingerprint | None = None,
+) -> tuple[records.QualificationReport, list[records.HostMeasurements]]:
     """Returns the report and the measurement runs. Raises QualifyError when the reference
     does not apply to this host."""
     t0 = time.perf_counter()
-    if fp is None:
-        fp = fingerprint("/", frameworks=software_versions())
+    fp = fp or fingerprint("/", frameworks=software_versions())
     qualify.check_sku(fp.fields, reference)
     topo = read_topology("/")
     runs = [qualify.measure(topo, quick=quick) for _ in range(repeats)]
@@ -39,8 +32,8 @@ def qualify_here(
     if inference:
         m = m.model_copy(update={"inference": qualify.run_inference(*inference)})
     checks = qualify.evaluate(fp.fields, m, reference)
-    report = QualificationReport(
-        schema=QUALIFICATION,
+    report = records.QualificationReport(
+        schema=records.QUALIFICATION,
         verdict=qualify.verdict(checks),
         reference=reference,
         fingerprint=fp,

@@ -93,6 +93,9 @@ class StoredRun:
     source: str | None
     excluded: bool
     excluded_reason: str | None
+    branch: str | None
+    dirty: bool | None
+    repository: str | None
     hardware_class: str
     points: int
 
@@ -216,8 +219,9 @@ class HistoryStore:
             "profile": run.summary.profile_name or "?",
             "perfsuite_version": fp.fields.get("software.perfsuite"),
             "software": results[0].software,
-            "commit": commit or (run.summary.source and run.summary.source.commit),
             "source": run.source,
+            **(run.summary.source or records.Provenance()).model_dump(exclude={"commit"}),
+            "commit": commit or (run.summary.source and run.summary.source.commit),
         }
         return self._write(fp, row, results, verdicts)
 

@@ -48,6 +48,9 @@ runs = sa.Table(
     sa.Column("software", sa.JSON, nullable=False),
     sa.Column("commit", sa.String(64)),
     sa.Column("source", sa.Text),
+    sa.Column("branch", sa.String(255)),  # revision 0003: the rest of the run's provenance
+    sa.Column("dirty", sa.Boolean),
+    sa.Column("repository", sa.Text),
     sa.Column("excluded", sa.Boolean, nullable=False, default=False),
     sa.Column("excluded_reason", sa.Text),
 )

@@ -39,15 +39,7 @@ COLUMNS = ("verdict", "B/A-1", "95% interval", "p (Holm)", "alpha", "rounds", "p
 
 def _cells(v) -> list[str]:
     if v.change is None:  # not judged: the reason goes with the point
-        return [
-            v.verdict,
-            "",
-            "",
-            "",
-            "",
-            str(v.rounds),
-            v.id + (f": {v.reason}" if v.reason else ""),
-        ]
+        return [v.verdict, *[""] * 4, str(v.rounds), v.id + (f": {v.reason}" if v.reason else "")]
     return [
         v.verdict, f"{v.change:+.2%}", f"[{v.ci[0]:+.2%}, {v.ci[1]:+.2%}]",
         f"{v.p:.2g}", f"{v.alpha:.2g} (look {v.look})", str(v.rounds), v.id,

@@ -78,32 +78,25 @@ def spark_lines(write: Callable[[str], None], ok: list[Result]) -> None:
     (model, framework, precision, node): the Spark overhead, measured in the same run."""
     best: dict = {}
     for r in ok:
-        p = r.point
-        if p.spark:
-            continue
-        key = (p.model, p.framework, p.precision, p.threads, p.numa_node)
-        if r.stats.throughput_ips > best.get(key, (0.0, None))[0]:
-            best[key] = (r.stats.throughput_ips, run_label(p))
-    for r in sorted(ok, key=lambda r: r.id):
-        p = r.point
-        if not p.spark:
-            continue
-        key = (p.model, p.framework, p.precision, p.threads, p.numa_node)
-        ips = r.stats.throughput_ips
+        key = table_key(r.point)[:5]  # model, framework, precision, threads, node
+        if not r.point.spark and r.stats.throughput_ips > best.get(key, (0,))[0]:
+            best[key] = (r.stats.throughput_ips, run_label(r.point))
+    for r in sorted((r for r in ok if r.point.spark), key=lambda r: r.id):
+        p, ips = r.point, r.stats.throughput_ips
+        what = f"{p.model} {p.framework} {p.precision} {run_label(p)}"
         cost = ""
         if r.spark and r.spark.session_build_s:
             cost = f"; session build {max(r.spark.session_build_s):.2f} s per worker (warm-up pass)"
-        if key in best:
-            ref, how = best[key]
+        if table_key(p)[:5] in best:
+            ref, how = best[table_key(p)[:5]]
             write(
-                f"Spark/single-process {p.model} {p.framework} {p.precision} "
-                f"{run_label(p)}: {ips:.2f} / {ref:.2f} items/s = {ips / ref:.2f}x of the best "
-                f"single-process t{p.threads} ({how}){cost}"
+                f"Spark/single-process {what}: {ips:.2f} / {ref:.2f} items/s = {ips / ref:.2f}x "
+                f"of the best single-process t{p.threads} ({how}){cost}"
             )
         else:
             write(
-                f"Spark {p.model} {p.framework} {p.precision} {run_label(p)}: "
-                f"{ips:.2f} items/s (no single-process point at t{p.threads} to compare){cost}"
+                f"Spark {what}: {ips:.2f} items/s (no single-process point at t{p.threads} to "
+                f"compare){cost}"
             )
 
 
