@@ -26,44 +26,58 @@ def _store(tmp_path):
     return HistoryStore(f"sqlite:///{tmp_path / 'h.sqlite'}")
 
 
-def test_first_nights_gather_then_a_slow_point_fails_with_its_commits(tmp_path):
+def test_first_nights_gather_then_a_point_slow_twice_in_a_row_fails_with_its_commits(tmp_path):
     store = _store(tmp_path)
     _night(store, tmp_path, 1, BASE, "c1" * 20)
     first = gate_history(store)
     assert first.gathering == dict.fromkeys(BASE, 0) and not first.failing
-    assert "gated by the history after 2 more run(s)" in markdown(first)
-    _night(store, tmp_path, 2, BASE, "c2" * 20)
-    assert not gate_history(store).failing
+    assert "gated by the history after 3 more run(s)" in markdown(first)
+    for i in (2, 3):
+        _night(store, tmp_path, i, BASE, f"c{i}" * 20)
+        assert not gate_history(store).failing
     slow = dict(BASE, **{point_id(1): BASE[point_id(1)] * 1.10})
-    _night(store, tmp_path, 3, slow, "c3" * 20)
+    _night(store, tmp_path, 4, slow, "c4" * 20)
+    once = gate_history(store)
+    assert not once.failing and [s.id for s in once.pending] == [point_id(1)]
+    assert f"watch {point_id(1)}" in markdown(once)
+    _night(store, tmp_path, 5, slow, "c5" * 20)
     gate = gate_history(store)
-    assert [s.id for s in gate.failing] == [point_id(1)]
+    assert [s.id for s in gate.failing] == [point_id(1)] and not gate.pending
     (suspect,) = gate.failing
-    assert (suspect.good, suspect.bad) == ("c2" * 20, "c3" * 20)
-    assert "regressed +10" in suspect.why
+    assert (suspect.good, suspect.bad) == ("c3" * 20, "c4" * 20)  # the first slow run
+    assert "regressed +10" in suspect.why and "2 runs in a row" in suspect.why
     page = markdown(gate)
     assert "FAILED" in page and point_id(1) in page and suspect.commits in page
+    assert gate_history(store, confirm=1, run=store.runs()[1].run_key).failing  # one is enough
+
+
+def test_one_slow_night_between_normal_ones_never_fails(tmp_path):
+    store = _store(tmp_path)
+    blip = dict(BASE, **{point_id(0): BASE[point_id(0)] * 1.40})
+    for i, medians in enumerate([BASE, BASE, BASE, blip, BASE, BASE], start=1):
+        _night(store, tmp_path, i, medians, f"{i:040d}")
+        assert not gate_history(store).failing, i
 
 
 def test_an_accepted_annotation_makes_the_next_night_pass(tmp_path, capsys):
     store = _store(tmp_path)
     slow = dict(BASE, **{point_id(0): BASE[point_id(0)] * 1.10})
-    for i, medians in enumerate([BASE, BASE, slow], start=1):
+    for i, medians in enumerate([BASE, BASE, BASE, slow, slow], start=1):
         _night(store, tmp_path, i, medians, f"{i:040d}")
     assert gate_history(store).failing
-    third = store.run().run_key[:10]
-    store.annotate(point_id(0), third, "new kernel: accepted", accepted=True)
-    _night(store, tmp_path, 4, slow, f"{4:040d}")
+    fourth = store.runs()[1].run_key[:10]
+    store.annotate(point_id(0), fourth, "new kernel: accepted", accepted=True)
+    _night(store, tmp_path, 6, slow, f"{6:040d}")
     gate = gate_history(store)
     assert not gate.failing, gate.failing
-    assert gate.gathering == {point_id(0): 1}  # its series starts again at night 3
+    assert gate.gathering == {point_id(0): 2}  # its series starts again at night 4
 
 
 def test_db_gate_cli_exit_codes_summary_and_json(tmp_path, capsys):
     store = _store(tmp_path)
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     slow = dict(BASE, **{point_id(2): BASE[point_id(2)] * 1.10})
-    for i, medians in enumerate([BASE, BASE, BASE, slow], start=1):
+    for i, medians in enumerate([BASE, BASE, BASE, slow, slow], start=1):
         _night(store, tmp_path, i, medians, f"{i:040d}")
     summary, out = tmp_path / "summary.md", tmp_path / "gate.json"
     summary.write_text("earlier step's summary\n")
@@ -75,9 +89,11 @@ def test_db_gate_cli_exit_codes_summary_and_json(tmp_path, capsys):
     assert point_id(2) in summary.read_text()
     data = json.loads(out.read_text())
     assert data["failing"][0]["id"] == point_id(2) and data["passed"] is False
-    # the night before still passes when gated again by its key
-    third = store.runs()[1].run_key[:10]
-    assert main(["db", "--store", url, "gate", "--run", third]) == 0
+    # the night before (its first slow run) passes when gated again by its key, unless one
+    # run is enough
+    fourth = store.runs()[1].run_key[:10]
+    assert main(["db", "--store", url, "gate", "--run", fourth]) == 0
+    assert main(["db", "--store", url, "gate", "--run", fourth, "--confirm-runs", "1"]) == 1
 
 
 def test_db_gate_on_an_empty_store_is_one_line_and_exit_2(tmp_path, capsys):

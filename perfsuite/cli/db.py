@@ -17,7 +17,7 @@ from perfsuite.cli.tables import fleet_table, table
 from perfsuite.fleet import scoring as fleet
 from perfsuite.gate.config import GateConfigError, load_gate_config
 from perfsuite.history.changes import detect
-from perfsuite.history.gate import LAST_RUNS, MIN_RUNS, RECENT, gate_history
+from perfsuite.history.gate import CONFIRM_RUNS, LAST_RUNS, MIN_RUNS, RECENT, gate_history
 from perfsuite.history.gate import as_json as history_json
 from perfsuite.history.gate import lines as history_lines
 from perfsuite.history.gate import markdown as history_markdown
@@ -143,7 +143,7 @@ def cmd_gate(args) -> int:
         cfg = load_gate_config(config, args.threshold, None)
         result = gate_history(open_history(args.store), run=args.run, config=cfg,
                               min_runs=args.min_runs, last=args.last, recent=args.recent,
-                              baseline=args.baseline)  # fmt: skip
+                              baseline=args.baseline, confirm=args.confirm_runs)  # fmt: skip
     except (GateConfigError, BaselineError) as exc:
         print(f"perfsuite db gate: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -274,6 +274,12 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument(
         "--last", type=positive_int, default=LAST_RUNS, help=f"previous runs pooled ({LAST_RUNS})"
+    )
+    p.add_argument(
+        "--confirm-runs",
+        type=positive_int,
+        default=CONFIRM_RUNS,
+        help=f"runs in a row a point must regress in to fail ({CONFIRM_RUNS}; 1 on a quiet host)",
     )
     p.add_argument(
         "--recent",

@@ -27,6 +27,10 @@ from perfsuite.writing import md_cell
 MIN_RUNS = 2  # previous runs a point needs before the history gates it
 LAST_RUNS = 10  # previous runs pooled as its baseline
 RECENT = 5  # change points this many runs back (or fewer) fail the gate
+# Runs in a row a point must regress in, each against the same runs before them, to fail:
+# single nights on a shared VM wander by +20% and +39% with nothing changed
+# (docs/measurements/2026-12-06-zen4-nightly-aa.md); a real step stays.
+CONFIRM_RUNS = 2
 
 
 @dataclass(frozen=True)
@@ -46,12 +50,14 @@ class Suspect:
 @dataclass(frozen=True)
 class HistoryGate:
     run: StoredRun
-    history: Comparison | None  # the points with enough history, against it
-    gathering: dict[str, int]  # point -> previous runs it has (fewer than MIN_RUNS)
+    history: Comparison | None  # the newest run's points with enough history, against it
+    gathering: dict[str, int]  # point -> previous runs it has (fewer than ``needs``)
     fallback: Comparison | None  # the gathering points against the stored baseline
     fallback_note: str
     steps: list[Change] = field(default_factory=list)  # recent regressing change points
     failing: list[Suspect] = field(default_factory=list)
+    pending: list[Suspect] = field(default_factory=list)  # regressed, not yet in a row
+    needs: int = MIN_RUNS  # previous runs a point needs before the history gates it
 
 
 def _side(fp: records.Fingerprint, runs: dict[str, list[SeriesPoint]], source: str) -> Side:
@@ -72,15 +78,17 @@ def gate_history(
     last: int = LAST_RUNS,
     recent: int = RECENT,
     baseline: str | None = None,
+    confirm: int = CONFIRM_RUNS,
 ) -> HistoryGate:
-    """Gate run ``run`` (a run key prefix or id; default: the newest) on the history."""
+    """Gate run ``run`` (a run key prefix or id; default: the newest) on the history: each
+    point's last ``confirm`` runs against the (at most ``last``) runs before them."""
     cfg = config or GateConfig()
     target = store.run(run)
     fp = store.fingerprint_of(target)
     hw = target.hardware_class
     notes = store.annotations()
     base_runs: dict[str, list[SeriesPoint]] = {}
-    current: dict[str, list[SeriesPoint]] = {}
+    nights: dict[str, list[SeriesPoint]] = {}  # point -> its last ``confirm`` runs
     gathering: dict[str, int] = {}
     every = store.series(hardware_class=hw)  # read once: the steps below use it too
     for (name, _), series in every.items():
@@ -88,20 +96,22 @@ def gate_history(
         if not upto or upto[-1].run_id != target.id:
             continue  # not measured in this run
         upto = upto[reset_index(name, hw, upto, notes) :]
-        past = upto[:-1][-last:]
-        current[name] = upto[-1:]
-        if len(past) < min_runs:
-            gathering[name] = len(past)
+        nights[name] = upto[-confirm:]
+        if len(upto) - confirm < min_runs:
+            gathering[name] = len(upto) - 1
         else:
-            base_runs[name] = past
+            base_runs[name] = upto[:-confirm][-last:]
     where = f"{store.safe_url} (run {target.run_key[:10]})"
-    history = None
-    if base_runs:
-        cur = _side(fp, {k: current[k] for k in base_runs}, where)
-        history = judge(_side(fp, base_runs, f"its previous runs in {store.safe_url}"), cur, cfg)
+    base = _side(fp, base_runs, f"its previous runs in {store.safe_url}")
+    in_a_row = [
+        judge(base, _side(fp, {k: [nights[k][i]] for k in base_runs}, where), cfg)
+        for i in range(confirm)
+    ] if base_runs else []  # fmt: skip
+    current = {k: nights[k][-1:] for k in gathering}
     fallback, note = _fallback(fp, current, gathering, target, baseline, cfg, where)
-    gate = HistoryGate(target, history, gathering, fallback, note)
-    return _suspects(gate, store, every, base_runs, cfg, recent)
+    gate = HistoryGate(target, in_a_row[-1] if in_a_row else None, gathering, fallback, note,
+                       needs=min_runs + confirm - 1)  # fmt: skip
+    return _suspects(gate, store, every, base_runs, nights, in_a_row, cfg, recent)
 
 
 def _fallback(fp, current, gathering, target, baseline, cfg, where):
@@ -119,12 +129,21 @@ def _fallback(fp, current, gathering, target, baseline, cfg, where):
     return judge(base, cur, cfg), f"against {base.source}"
 
 
-def _suspects(gate: HistoryGate, store, series, base_runs, cfg: GateConfig, recent: int):
+def _suspects(gate: HistoryGate, store, series, base_runs, nights, in_a_row, cfg, recent: int):
     failing: list[Suspect] = []
-    if gate.history is not None:
-        for v in gate.history.failing("regression"):
-            why = f"regressed {v.change:+.1%} against its last {len(base_runs[v.id])} runs"
-            failing.append(Suspect(v.id, why, base_runs[v.id][-1].commit, gate.run.commit))
+    pending: list[Suspect] = []
+    regressed = [{v.id: v.change for v in c.failing("regression")} for c in in_a_row]
+    for pid, change in (regressed[-1] if regressed else {}).items():
+        changes = [r.get(pid) for r in regressed]
+        why = f"regressed {change:+.1%} against its {len(base_runs[pid])} runs before"
+        suspect = Suspect(pid, why, base_runs[pid][-1].commit, nights[pid][0].commit)
+        if None in changes:
+            newest = nights[pid][-2:]  # the commits around this run alone
+            why = f"{why} (not yet {len(changes)} runs in a row)"
+            pending.append(Suspect(pid, why, newest[0].commit, newest[-1].commit))
+        else:
+            runs = ", ".join(f"{c:+.1%}" for c in changes)
+            failing.append(replace(suspect, why=f"{why}, {len(changes)} runs in a row ({runs})"))
     if gate.fallback is not None:
         for v in gate.fallback.failing("regression"):
             why = f"regressed {v.change:+.1%} against the stored baseline"
@@ -136,7 +155,7 @@ def _suspects(gate: HistoryGate, store, series, base_runs, cfg: GateConfig, rece
             why = f"step {c.change:+.1%} at run {c.run_key[:10]} (p={c.p_value:.1e})"
             failing.append(Suspect(c.benchmark, why, good, bad))
             named.add(c.benchmark)
-    return replace(gate, steps=[c for c, _, _ in steps], failing=failing)
+    return replace(gate, steps=[c for c, _, _ in steps], failing=failing, pending=pending)
 
 
 def _recent_steps(gate: HistoryGate, store, series, cfg: GateConfig, recent: int) -> list:
@@ -167,12 +186,13 @@ def lines(gate: HistoryGate) -> list[str]:
         counts = gate.history.counts()
         out.append("against history: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
     if gate.gathering:
-        need = max(0, MIN_RUNS - min(gate.gathering.values()))
+        need = max(0, gate.needs - min(gate.gathering.values()))
         out.append(
-            f"gathering history: {len(gate.gathering)} point(s) with fewer than {MIN_RUNS} "
+            f"gathering history: {len(gate.gathering)} point(s) with fewer than {gate.needs} "
             f"previous runs (gated by the history after {need} more run(s)); "
             f"{gate.fallback_note}"
         )
+    out += [f"watch {s.id}: {s.why}; fails if the next run confirms it" for s in gate.pending]
     out += [f"REGRESSION {s.id}: {s.why}; suspect commits {s.commits}" for s in gate.failing]
     out.append("history gate: " + ("FAILED" if gate.failing else "passed"))
     return out
@@ -203,5 +223,6 @@ def as_json(gate: HistoryGate) -> dict:
         "fallback": [records.dump(v) for v in gate.fallback.verdicts] if gate.fallback else [],
         "fallback_note": gate.fallback_note,
         "failing": [asdict(s) for s in gate.failing],
+        "pending": [asdict(s) for s in gate.pending],
         "passed": not gate.failing,
     }  # fmt: skip
