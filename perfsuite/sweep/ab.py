@@ -186,7 +186,7 @@ def write(run_dir: Path, ab: AbRun, points: list[Point], hardware_class: str, ve
             pooled = last.measurement.model_copy(update={
                 "samples_s": samples,
                 "session_medians_s": ab.medians[side][p.id],
-                "stats": summarize(samples, items_per_call=p.batch),
+                "stats": records.Stats(**summarize(samples, items_per_call=p.batch)),
                 "isolation": f"ab side {side}",
                 "interference": None,  # per-round windows are in the rounds, not pooled
             })  # fmt: skip
