@@ -169,6 +169,62 @@ def test_concurrent_importers_lose_nothing(store_url, tmp_path):
     assert len(HistoryStore(store_url).runs()) == 30
 
 
+def _annotate_and_exclude(url, n):
+    store = HistoryStore(url)
+    done: list[int] = []
+    while len(done) < n:
+        for run in [r for r in store.runs() if r.id not in done][: n - len(done)]:
+            store.annotate("m0*", run.run_key[:12], f"note {len(done)}", accepted=False)
+            if len(done) % 3 == 0:
+                store.exclude(str(run.id), f"broken night {len(done)}")
+            done.append(run.id)
+
+
+def _read_whole_runs(url, seconds, out):
+    """A reader that never may see a run with some of its points: writes the smallest point
+    count it saw to ``out``."""
+    import time
+
+    store = HistoryStore(url)
+    seen, end = set(), time.monotonic() + seconds
+    while time.monotonic() < end:
+        runs = store.runs()
+        seen |= {r.points for r in runs}
+        store.series("m0*")
+    out.write_text(json.dumps(sorted(seen)))
+
+
+def test_importers_annotators_and_readers_at_once_lose_and_duplicate_nothing(store_url, tmp_path):
+    """Two importers with overlapping runs, an annotator that also excludes, and a reader,
+    all at once on one store: every distinct run lands once, every annotation and exclusion
+    lands, no "database is locked" reaches anyone, the reader never sees half a run."""
+    shared = step_history(tmp_path / "s", 16, 12, step_point=None, seed=3)
+    own = [step_history(tmp_path / f"o{i}", 4, 12, step_point=None, seed=10 + i) for i in (0, 1)]
+    HistoryStore(store_url)  # migrated before the race: the migration race is tested above
+    ctx = multiprocessing.get_context("spawn")
+    seen = tmp_path / "seen.json"
+    procs = [
+        ctx.Process(target=_import, args=(store_url, shared + own[0])),
+        ctx.Process(target=_import, args=(store_url, list(reversed(shared)) + own[1])),
+        ctx.Process(target=_annotate_and_exclude, args=(store_url, 12)),
+        ctx.Process(target=_read_whole_runs, args=(store_url, 8.0, seen)),
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(180)
+        if p.is_alive():  # a hung writer fails the test, it must not hang the suite
+            p.kill()
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    store = HistoryStore(store_url)
+    runs = store.runs()
+    assert len(runs) == 24 and len({r.run_key for r in runs}) == 24  # 16 shared + 2 x 4 own
+    assert all(r.points == 12 for r in runs)
+    assert len(store.annotations()) == 12
+    assert sum(r.excluded for r in runs) == 4
+    assert json.loads(seen.read_text()) in ([], [12])  # whole runs only
+
+
 def test_db_cli_exit_codes(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     runs = step_history(tmp_path / "runs", 3, 2, step_point=None)

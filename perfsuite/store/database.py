@@ -305,6 +305,7 @@ class HistoryStore:
             when = dt.datetime.fromtimestamp(Path(path).stat().st_mtime, dt.UTC)
         q = t.qualifications.c
         with self.engine.begin() as conn:
+            _serialise(conn)
             if conn.scalar(sa.select(q.id).where(q.report_key == key)):
                 return Imported("qualification", str(path), False)
             _insert(
@@ -319,8 +320,7 @@ class HistoryStore:
         return Imported("qualification", str(path), True)
 
     def _host(self, conn, fp: records.Fingerprint) -> int:
-        if conn.dialect.name == "postgresql":  # serialise importers, as BEGIN IMMEDIATE does
-            conn.execute(sa.text("SELECT pg_advisory_xact_lock(7070797266)"))
+        _serialise(conn)
         key = _host_key(fp)
         found = conn.scalar(sa.select(t.hosts.c.id).where(t.hosts.c.fingerprint_hash == key))
         if found is not None:
@@ -341,6 +341,7 @@ class HistoryStore:
 
     def _write(self, fp: records.Fingerprint, run: dict, recs: list, verdicts: dict) -> bool:
         with self.engine.begin() as conn:
+            _serialise(conn)  # before the check: two importers of one run raced past it
             if conn.scalar(sa.select(t.runs.c.id).where(t.runs.c.run_key == run["run_key"])):
                 return False
             run_id = _insert(conn, t.runs, host_id=self._host(conn, fp), excluded=False, **run)
@@ -558,6 +559,13 @@ def _sqlite_begin(conn) -> None:
     then writes fails at once (SQLITE_BUSY, no waiting) when another writer committed in
     between -- two concurrent importers lost runs that way."""
     conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _serialise(conn) -> None:
+    """PostgreSQL: one importer at a time (a transaction-scoped advisory lock, re-entrant), as
+    BEGIN IMMEDIATE makes SQLite writers take turns."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(7070797266)"))
 
 
 def _insert(conn, table: sa.Table, **values) -> int:
