@@ -4,10 +4,10 @@
 and a throwaway PostgreSQL database, over simulated nights:
 
 1-3. the history fills, every night passes (no committed baseline for the class is needed);
-4.   one point made twice as slow (PERFSUITE_FAULT=slow:1.0@ID: a step far beyond this
-     shared VM's noise; the 5% detection rate is measured in docs/measurements/): the gate
-     watches it and passes (one slow run is not yet a change);
-5-6. slow again: the job fails at the gate step, naming the point and the commits;
+4-6. one point made twice as slow (PERFSUITE_FAULT=slow:1.0@ID: a step far beyond this
+     shared VM's noise; the 5% detection rate is measured in docs/measurements/): one slow
+     run is a "watch" line; the job fails at the gate step once the point regressed in 2
+     runs in a row, naming it and the commits;
 then ``perfsuite db annotate --accept`` on the failing night, and the same slowdown passes.
 """
 
@@ -82,23 +82,26 @@ def test_nights_fill_the_history_then_a_step_fails_until_accepted(postgres_url, 
     run_workflow = load_tool("run_workflow")
     nights = {}
     slow = f"slow:1.0@{SLOW}"
-    for i, fault in ((1, ""), (2, ""), (3, ""), (4, slow)):
-        nights[i] = job = _night(run_workflow, i, postgres_url, tmp_path, fault)
+    for i in (1, 2, 3):  # gathering history: these pass whatever they read
+        nights[i] = job = _night(run_workflow, i, postgres_url, tmp_path)
         assert job.passed, [(s.name, s.output[-2000:]) for s in job.steps if s.status == "failed"]
         assert "history gate: passed" in job.step(GATE_STEP).output
     assert "gathering history" in nights[1].summary
     assert "Trends of the last 30 nights" in nights[2].summary
     assert (tmp_path / "night2" / "trends.html").is_file()
-    # A 2x step fails once it has regressed in 2 runs in a row: nights 4-5, or a night later
-    # when one of them was too noisy to judge (then the step is named from its second night).
-    for i in (5, 6):
+    # From night 4 the point is twice as slow. The gate fails once it regressed in 2 runs in
+    # a row: nights 4-5 (commits 3..4). On this VM a neighbouring night can be off by one:
+    # night 3 reading >5% slow pairs with night 4 (2..3), or night 4 too noisy to judge
+    # waits for nights 5-6 (4..5); measured 2026-12-06, about 1 run in 4 of this test.
+    for i in (4, 5, 6):
         nights[i] = job = _night(run_workflow, i, postgres_url, tmp_path, slow)
         if not job.passed:
             break
+        assert f"watch {SLOW}" in job.step(GATE_STEP).output or i == 4
     assert not job.passed and job.step(GATE_STEP).status == "failed"
     gate_log = job.step(GATE_STEP).output
     assert f"REGRESSION {SLOW}" in gate_log, gate_log
-    commits = [f"{n}" * 12 + ".." + f"{n + 1}" * 12 for n in (3, 4)]
+    commits = [f"{n}" * 12 + ".." + f"{n + 1}" * 12 for n in (2, 3, 4)]
     assert any(c in gate_log and c in job.summary for c in commits), gate_log
     assert SLOW in job.summary
     assert job.step("Trend pages").status == "passed"  # if: always()

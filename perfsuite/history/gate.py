@@ -28,7 +28,7 @@ MIN_RUNS = 2  # previous runs a point needs before the history gates it
 LAST_RUNS = 10  # previous runs pooled as its baseline
 RECENT = 5  # change points this many runs back (or fewer) fail the gate
 # Runs in a row a point must regress in, each against the same runs before them, to fail:
-# single nights on a shared VM wander by +20% and +39% with nothing changed
+# single nights on a shared VM wander by +19% and +40% with nothing changed
 # (docs/measurements/2026-12-06-zen4-nightly-aa.md); a real step stays.
 CONFIRM_RUNS = 2
 
@@ -132,7 +132,11 @@ def _fallback(fp, current, gathering, target, baseline, cfg, where):
 def _suspects(gate: HistoryGate, store, series, base_runs, nights, in_a_row, cfg, recent: int):
     failing: list[Suspect] = []
     pending: list[Suspect] = []
-    regressed = [{v.id: v.change for v in c.failing("regression")} for c in in_a_row]
+    # a run counts when its own change is past the practical threshold, not only its interval
+    regressed = [
+        {v.id: v.change for v in c.failing("regression") if v.change >= cfg.threshold_for(v.id)}
+        for c in in_a_row
+    ]
     for pid, change in (regressed[-1] if regressed else {}).items():
         changes = [r.get(pid) for r in regressed]
         why = f"regressed {change:+.1%} against its {len(base_runs[pid])} runs before"
