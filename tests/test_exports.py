@@ -51,6 +51,27 @@ def test_each_export_is_accepted_by_its_consumers_schema(fmt, tmp_path, capsys):
     assert names[fmt](doc) == ok
 
 
+@pytest.mark.parametrize("fmt", exports.FORMATS)
+def test_a_run_kept_in_a_store_exports_as_its_directory_does(fmt, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    assert main(["db", "--store", url, "import", str(RUN)]) == 0
+    from_dir, from_store = tmp_path / "dir.json", tmp_path / "store.json"
+    assert main(["export", "--format", fmt, str(RUN), "--out", str(from_dir)]) == 0
+    assert main(["export", "--format", fmt, url, "--out", str(from_store)]) == 0
+    got, want = json.loads(from_store.read_text()), json.loads(from_dir.read_text())
+    schema = _schema(fmt)
+    for doc in got if fmt == "conbench" else [got]:
+        jsonschema.validate(doc, schema)
+    if fmt == "conbench":  # samples thinned as stored; the run's id names where it came from
+        assert [r["tags"] for r in got] == [r["tags"] for r in want]
+        assert [r["machine_info"] for r in got] == [r["machine_info"] for r in want]
+    else:
+        assert got == want  # statistics as measured
+    capsys.readouterr()
+    assert main(["export", "--format", fmt, url, "--run", "ffffff"]) == 2
+    assert "no run 'ffffff'" in capsys.readouterr().err
+
+
 def test_the_schemas_refuse_what_a_bug_could_write():
     """The schemas can fail: each refuses a document with one field wrong."""
     run = read_run(RUN)

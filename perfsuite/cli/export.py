@@ -1,4 +1,5 @@
-"""``perfsuite export --format FORMAT RUN``: a run directory in github-action-benchmark's,
+"""``perfsuite export --format FORMAT RUN_OR_STORE``: a run directory, or a run kept in a
+results history (a store URL, ``--run`` picks which), in github-action-benchmark's,
 Bencher's (BMF) or Conbench's JSON; to stdout, or to ``--out``. Exit 2 on a run that cannot
 be read."""
 
@@ -6,11 +7,13 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import closing
 from pathlib import Path
 
 from perfsuite.cli import EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.history.exports import FORMATS, MEASURES, export
 from perfsuite.store.baseline import BaselineError
+from perfsuite.store.database import StoreError, open_history
 from perfsuite.store.files import read_run
 from perfsuite.writing import NotWritable, atomic_write_text, check_writable_dir
 
@@ -21,8 +24,12 @@ def cmd_export(args) -> int:
     try:
         if args.out:
             check_writable_dir(args.out.parent, "--out's folder")
-        run = read_run(args.run)
-    except (BaselineError, NotWritable) as exc:
+        if "://" in args.run:
+            with closing(open_history(args.run)) as store:
+                run = store.load_run(args.run_key)
+        else:
+            run = read_run(Path(args.run))
+    except (BaselineError, NotWritable, StoreError) as exc:
         print(f"perfsuite export: {exc}", file=sys.stderr)
         return EXIT_USAGE
     text = json.dumps(export(run, args.format, args.measure), indent=1) + "\n"
@@ -36,7 +43,18 @@ def cmd_export(args) -> int:
 
 def add_parser(subparsers) -> None:
     p = add_verb(subparsers, "export")
-    p.add_argument("run", type=Path, metavar="RUN", help="a run directory (or its summary.json)")
+    p.add_argument(
+        "run",
+        metavar="RUN_OR_STORE",
+        help="a run directory (or its summary.json), or a results history's URL "
+        "(sqlite:///FILE, postgresql+psycopg://...)",
+    )
+    p.add_argument(
+        "--run",
+        dest="run_key",
+        metavar="KEY",
+        help="with a store URL: the run's id or key prefix (default: the newest)",
+    )
     p.add_argument("--format", required=True, choices=FORMATS, help="the consumer's format")
     p.add_argument(
         "--measure",

@@ -397,6 +397,37 @@ class HistoryStore:
                 return r
         raise StoreError(f"no runs in {self.safe_url} yet")
 
+    def load_run(self, ref: str | None = None) -> records.Run:
+        """A stored run (default: the newest measured one) for exports, as kept: samples
+        thinned, stats as measured. Built without the ``stats.n == len(samples_s)`` check
+        that its files passed when they were imported."""
+        run = self.run(ref)
+        res, b = t.results.c, t.benchmarks.c
+        q = sa.select(t.results, b.name, b.point).join(t.benchmarks, b.id == res.benchmark_id)
+        with self.engine.connect() as conn:
+            rows = conn.execute(q.where(res.run_id == run.id).order_by(b.name)).all()
+        source = records.Provenance(
+            commit=run.commit, branch=run.branch, dirty=run.dirty, repository=run.repository
+        )
+        results = [
+            records.Result.model_construct(
+                id=r.name, point=records.Point.model_validate(r.point), status=r.status,
+                hardware_class=run.hardware_class, software=run.software, error=r.error,
+                timestamp=run.started_at.timestamp(), samples_s=list(r.samples_s), source=source,
+                stats=records.Stats.model_validate(r.stats) if r.stats else None,
+            )
+            for r in rows
+        ]  # fmt: skip
+        summary = records.RunSummary(
+            profile={"name": run.profile},
+            fingerprint=self.fingerprint_of(run),
+            points=[records.RunPoint(id=r.id, status=r.status) for r in results],
+            source=source,
+        )
+        return records.Run.model_construct(
+            summary=summary, results=results, source=f"{self.safe_url} (run {run.run_key[:12]})"
+        )
+
     def fingerprint_of(self, run: StoredRun) -> records.Fingerprint:
         with self.engine.connect() as conn:
             fp = conn.scalar(sa.select(t.hosts.c.fingerprint).where(t.hosts.c.id == run.host_id))
