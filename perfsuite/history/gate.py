@@ -140,14 +140,13 @@ def _suspects(gate: HistoryGate, store, series, base_runs, nights, in_a_row, cfg
     for pid, change in (regressed[-1] if regressed else {}).items():
         changes = [r.get(pid) for r in regressed]
         why = f"regressed {change:+.1%} against its {len(base_runs[pid])} runs before"
-        suspect = Suspect(pid, why, base_runs[pid][-1].commit, nights[pid][0].commit)
-        if None in changes:
-            newest = nights[pid][-2:]  # the commits around this run alone
+        if None in changes:  # the commits around this run alone
+            newest = nights[pid][-2:]
             why = f"{why} (not yet {len(changes)} runs in a row)"
             pending.append(Suspect(pid, why, newest[0].commit, newest[-1].commit))
-        else:
-            runs = ", ".join(f"{c:+.1%}" for c in changes)
-            failing.append(replace(suspect, why=f"{why}, {len(changes)} runs in a row ({runs})"))
+        else:  # from the last good run to the first slow one
+            why = f"{why}, {len(changes)} runs in a row ({', '.join(f'{c:+.1%}' for c in changes)})"
+            failing.append(Suspect(pid, why, base_runs[pid][-1].commit, nights[pid][0].commit))
     if gate.fallback is not None:
         for v in gate.fallback.failing("regression"):
             why = f"regressed {v.change:+.1%} against the stored baseline"

@@ -320,7 +320,7 @@ class HistoryStore:
         return Imported("qualification", str(path), True)
 
     def _host(self, conn, fp: records.Fingerprint) -> int:
-        _serialise(conn)
+        """The host's id, added if new; callers hold the importers' lock (``_serialise``)."""
         key = _host_key(fp)
         found = conn.scalar(sa.select(t.hosts.c.id).where(t.hosts.c.fingerprint_hash == key))
         if found is not None:
