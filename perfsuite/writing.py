@@ -4,8 +4,10 @@ artefact cache."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -75,6 +77,45 @@ def check_writable_dir(path: Path | str, what: str) -> None:
         raise NotWritable(f"{what} {path} {where} ({exc.strerror})") from None
 
 
+_LINE_BREAKS = re.compile(r"[\r\n\v\f\x85\u2028\u2029]+")
+_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def _one_line(text) -> str:
+    return _LINE_BREAKS.sub(" ", str(text))
+
+
+def hide_passwords(text: str) -> str:
+    """``text`` with the password of every URL in it (``scheme://user:password@host``)
+    masked: for lines that echo what the user typed."""
+    return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", str(text))
+
+
 def md_cell(text: str) -> str:
-    """``text`` safe inside a Markdown table cell (a PR comment, a job summary)."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """``text`` safe inside a Markdown table cell or list item (a PR comment, a job summary):
+    a ``|`` or a line break would end the cell, a backtick would open a code span, and GitHub
+    renders HTML such as ``<img>``."""
+    text = html.escape(_one_line(text), quote=False)
+    return text.replace("|", "\\|").replace("`", "\\`")
+
+
+def md_code(text: str) -> str:
+    """``text`` as inline code in a Markdown table cell: its fence is longer than any run of
+    backticks inside (which would end it), and ``|`` is escaped (GitHub splits cells first)."""
+    s = _one_line(text).replace("|", "\\|")
+    fence = "`" * (max(map(len, re.findall("`+", s)), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def terminal_line(text: str) -> str:
+    """``text`` safe as one line of terminal output: control characters (an escape sequence
+    that clears the screen or retitles the window, a carriage return that overwrites the
+    line, a line break that forges another) are shown as ``\\xNN``, not obeyed."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def plot_label(text: str) -> str:
+    """``text`` as literal matplotlib text: a ``$`` in a benchmark id or host name would
+    otherwise start mathtext, and a page's charts fail to draw on it."""
+    return str(text).replace("$", r"\$")

@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from perfsuite.cli import main
 from perfsuite.host.topology import read_topology
 from perfsuite.sweep.plan import PlanError, article_threads, expand, load_profiles, select_profile
 
@@ -21,6 +22,8 @@ import onnxruntime.quantization  # noqa: E402,F401
 if __import__("importlib.util").util.find_spec("openvino") is not None:
     import openvino  # noqa: E402,F401 - imported inside pytester runs by the openvino points
 
+import psycopg  # noqa: E402,F401 - a second copy raises errors SQLAlchemy does not know
+import sqlalchemy as sa  # noqa: E402
 import sqlalchemy.dialects.postgresql  # noqa: E402,F401
 
 import perfsuite.store.database  # noqa: E402,F401 - and SQLAlchemy's dialects, likewise
@@ -478,7 +481,42 @@ def test_runs_are_recorded_in_the_history_store(sweep, registry, tmp_path, monke
     assert "id='trend-small_cnn-toyfw-fp32-t1-unbound-b1'" in page and "<svg" in page
     r = sweep.runpytest(*args[:-1], "postgresql+psycopg://nobody@127.0.0.1:1/none")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
-    assert "cannot open it" in r.stderr.str() and "collected" not in r.stdout.str()
+    assert "Connection refused" in r.stderr.str() and "collected" not in r.stdout.str()
+
+
+class _CutBeforeFinish:
+    """Cuts the store's connections once every point is measured, before perfsuite writes."""
+
+    def __init__(self, proxy):
+        self.proxy = proxy
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self):
+        self.proxy.cut()
+
+
+def test_a_store_gone_mid_run_loses_nothing_measured(sweep, registry, postgres_url, tmp_path):
+    """The history server goes away after the store was opened at the start: the run says so
+    in one line, fails (exit 1), keeps its run directory, and the printed command adds it."""
+    from tcp_proxy import Proxy
+
+    from perfsuite.store.database import HistoryStore
+
+    sweep.makeconftest(TOY_BACKEND)
+    target = sa.engine.make_url(postgres_url)
+    proxy = Proxy(target.host, target.port)
+    url = target.set(port=proxy.port, password="S3cretPw").render_as_string(hide_password=False)
+    args = [*FAST, "--perf-frameworks", "toyfw", "--perf-numa-nodes", "none"]
+    args += ["--perf-threads", "1", "--perf-precisions", "fp32", "--perf-out", str(tmp_path)]
+    r = sweep.runpytest(*args, "--perf-store", url, plugins=[_CutBeforeFinish(proxy)])
+    out = r.stdout.str()
+    assert r.ret == pytest.ExitCode.TESTS_FAILED and "S3cretPw" not in out
+    (line,) = [x for x in out.splitlines() if "history NOT written" in x]
+    (run_dir,) = (p.parent for p in tmp_path.glob("*/summary.json"))
+    assert f"`perfsuite db import {run_dir} --store " in line
+    assert list(run_dir.glob("points/*.json")) and (run_dir / "report.html").is_file()
+    assert main(["db", "--store", postgres_url, "import", str(run_dir)]) == 0
+    assert [r.points for r in HistoryStore(postgres_url).runs()] == [1]
 
 
 def test_plugin_gate_and_offline_compare_give_the_same_verdicts(sweep, tmp_path, monkeypatch):

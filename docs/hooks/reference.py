@@ -320,12 +320,15 @@ EXIT_MEANINGS = {
     "(`db fleet`)",
     "EXIT_USAGE": "usage or input error, one line: bad option, unreadable or invalid file (NaN "
     "samples, unknown schema, bad gate parameters), an output location that cannot take files, "
-    "a store URL without a driver or a server that refuses the connection",
+    "a store URL without a driver, a server that refuses the connection or goes away, a "
+    "read-only, full or corrupt SQLite file, a store written by a newer perfsuite",
     "EXIT_INTERNAL": "internal error (a bug); `PERFSUITE_DEBUG=1` shows the traceback",
 }
 PYTEST_MEANINGS = {
     "OK": "pass",
-    "TESTS_FAILED": "the gate failed (`--perf-fail-on`), or a point failed",
+    "TESTS_FAILED": "the gate failed (`--perf-fail-on`), a point failed, or the run could not "
+    "be written to the results history (`--perf-store`; the run directory is kept and the "
+    "`perfsuite db import` command to add it later is printed)",
     "INTERRUPTED": "interrupted",
     "INTERNAL_ERROR": "internal error, e.g. the gate itself broke (the sweep's report is still "
     "printed)",

@@ -44,10 +44,18 @@ def add_verb(subparsers, name: str) -> argparse.ArgumentParser:
     return subparsers.add_parser(name, help=VERBS[name])
 
 
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        # "unrecognized arguments: --store postgresql://u:pw@..." would print the password
+        from perfsuite.writing import hide_passwords
+
+        super().error(hide_passwords(message))
+
+
 def build_parser(verbs: Iterable[str] = tuple(VERBS)) -> argparse.ArgumentParser:
     """The parser of every verb (the default: the reference docs render it), or of the given
     verbs with the others listed by name only."""
-    parser = argparse.ArgumentParser(prog="perfsuite", description=__doc__)
+    parser = Parser(prog="perfsuite", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for name in VERBS:
         if name in verbs:

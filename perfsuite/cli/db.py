@@ -26,7 +26,7 @@ from perfsuite.options import add_options, fraction, positive_float, positive_in
 from perfsuite.qualify.checks import make_reference
 from perfsuite.store.baseline import BaselineError
 from perfsuite.store.database import METRICS, StoreError, open_history
-from perfsuite.writing import atomic_write_text
+from perfsuite.writing import atomic_write_text, terminal_line
 
 INPUT_ERRORS: tuple[type[Exception], ...] = (StoreError, fleet.FleetError)
 
@@ -148,7 +148,7 @@ def cmd_gate(args) -> int:
         print(f"perfsuite db gate: {exc}", file=sys.stderr)
         return EXIT_USAGE
     for line in history_lines(result):
-        print(line)
+        print(terminal_line(line))
     if args.summary:
         with open(args.summary, "a", encoding="utf-8") as f:  # GITHUB_STEP_SUMMARY appends
             f.write(history_markdown(result))

@@ -23,7 +23,13 @@ from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks as qualify
 from perfsuite.qualify.here import qualify_here
 from perfsuite.store.database import StoreError, open_history
-from perfsuite.writing import NotWritable, atomic_write_text, check_writable_dir, write_json
+from perfsuite.writing import (
+    NotWritable,
+    atomic_write_text,
+    check_writable_dir,
+    terminal_line,
+    write_json,
+)
 
 INPUT_ERRORS = (StoreError, fleet.FleetError, qualify.QualifyError, NotWritable, FleetUsageError)
 
@@ -118,14 +124,14 @@ def cmd_qualify_fleet(args) -> int:
     for host, report in sorted(run.reports.items()):
         cls = report.fingerprint.hardware_class
         by_class.setdefault(cls, {})[host] = report
-        print(f"{host}: {cls}: {report.verdict} ({run.written[host]})")
+        print(terminal_line(f"{host}: {cls}: {report.verdict} ({run.written[host]})"))
     for host, why in sorted(run.errors.items()):
-        print(f"{host}: no report: {why}")
+        print(terminal_line(f"{host}: no report: {why}"))  # a Spark worker's words
     failed = bool(run.errors) or any(r.verdict == "FAIL" for r in run.reports.values())
     rules = fleet.load_rules(None)
     for cls, reports in sorted(by_class.items()):
         if len(reports) < 2:
-            print(f"fleet of {cls}: 1 host, nothing to score against")
+            print(terminal_line(f"fleet of {cls}: 1 host, nothing to score against"))
             continue
         scores = fleet.score(
             {h: fleet.metrics(records.dump(r.measurements)) for h, r in reports.items()}, rules, cls

@@ -4,15 +4,24 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from perfsuite.writing import terminal_line
 
 
 def table(title: str, columns: list[str], rows: list[list]) -> None:
-    t = Table(title=title)
+    t = Table(title=_plain(title))
     for c in columns:
         t.add_column(c)
     for r in rows:
-        t.add_row(*[str(x) for x in r])
+        t.add_row(*[_plain(x) for x in r])
     Console(width=200).print(t)
+
+
+def _plain(value) -> Text:
+    """A cell as plain text: ``[bold]`` in a host name is not rich markup, and control
+    characters are shown, not obeyed."""
+    return Text(terminal_line(value))
 
 
 def fleet_table(scores, verdicts: dict[str, str]) -> None:

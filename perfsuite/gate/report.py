@@ -17,7 +17,14 @@ from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend 
 from perfsuite.gate.judge import Comparison, Side, Verdict
 from perfsuite.gate.statistics import thread_group
 from perfsuite.records import load_gate_report
-from perfsuite.writing import atomic_write_text, json_default
+from perfsuite.writing import (
+    atomic_write_text,
+    json_default,
+    md_cell,
+    md_code,
+    plot_label,
+    terminal_line,
+)
 
 
 def _confirm(v: Verdict) -> str:
@@ -66,18 +73,23 @@ def header_lines(c: Comparison, base_src: str, cur_src: str) -> list[str]:
 
 
 def terminal(write, c: Comparison, base_src: str, cur_src: str) -> None:
+    def write_line(line: str) -> None:  # ids, reasons and sources are data: never obeyed
+        write(terminal_line(line))
+
     for line in header_lines(c, base_src, cur_src):
-        write(line)
+        write_line(line)
     row = "{:<12} {:>8} {:>18} {:>9} {:>9} {:>9}  {}".format  # the head's layout is the rows'
-    write(row("verdict", "change", "CI (ratio-1)", "p (Holm)", "base ms", "curr ms", "benchmark"))
+    write_line(
+        row("verdict", "change", "CI (ratio-1)", "p (Holm)", "base ms", "curr ms", "benchmark")
+    )
     for v in sorted(c.verdicts, key=lambda v: (v.verdict != "regressed", v.id)):
         *cells, extra = _row(v)
-        write(row(v.verdict, *cells, v.id + (f"  ({extra})" if extra else "")))
+        write_line(row(v.verdict, *cells, v.id + (f"  ({extra})" if extra else "")))
 
 
 def markdown(c: Comparison, base_src: str, cur_src: str) -> str:
     out = ["## perfsuite regression gate", ""]
-    out += [f"- {line}" for line in header_lines(c, base_src, cur_src)]
+    out += [f"- {md_cell(line)}" for line in header_lines(c, base_src, cur_src)]
     out += [
         "",
         "| verdict | benchmark | change | CI | p (Holm) | baseline ms | current ms | note |",
@@ -85,7 +97,8 @@ def markdown(c: Comparison, base_src: str, cur_src: str) -> str:
     ]
     for v in sorted(c.verdicts, key=lambda v: (v.verdict != "regressed", v.id)):
         change, ci, p, base, cur, note = _row(v)
-        out.append(f"| {v.verdict} | `{v.id}` | {change} | {ci} | {p} | {base} | {cur} | {note} |")
+        cells = (v.verdict, md_code(v.id), change, ci, p, base, cur, md_cell(note))
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
@@ -119,7 +132,7 @@ def latency_boxes(name: str, title: str, samples_ms: list, labels: list[str], he
         return []
     ax = Figure(figsize=(9, max(2.5, height))).subplots()
     ax.boxplot(samples_ms, orientation="horizontal", showfliers=False)
-    ax.set_yticks(range(1, len(labels) + 1), labels, fontsize=6)
+    ax.set_yticks(range(1, len(labels) + 1), [plot_label(x) for x in labels], fontsize=6)
     ax.set_xscale("log")
     ax.set_xlabel("latency per call, ms (log)")
     ax.set_title(title)
@@ -133,7 +146,7 @@ def throughput_vs_threads(groups: dict[str, list[tuple[int, float]]]):
         return []
     ax = Figure(figsize=(7, 4)).subplots()
     for key, pts in lines.items():
-        ax.plot([t for t, _ in pts], [v for _, v in pts], marker="o", label=key)
+        ax.plot([t for t, _ in pts], [v for _, v in pts], marker="o", label=plot_label(key))
     ax.set_xlabel("threads")
     ax.set_ylabel("items/s")
     ax.legend(fontsize=6)
@@ -160,7 +173,7 @@ def html_report(c: Comparison, base: Side, cur: Side) -> str:
     if ratios:
         ax = Figure(figsize=(7, max(2.5, 0.3 * len(ratios)))).subplots()
         names = sorted(ratios)
-        ax.barh(names, [ratios[n] for n in names])
+        ax.barh([plot_label(n) for n in names], [ratios[n] for n in names])
         ax.axvline(1.0, color="k", lw=0.8)
         ax.tick_params(axis="y", labelsize=6)
         ax.set_xlabel("throughput relative to FP32")

@@ -22,7 +22,7 @@ from perfsuite.gate.judge import Comparison, Side, judge
 from perfsuite.history.changes import Change, detect, reset_index
 from perfsuite.store import find_baseline
 from perfsuite.store.database import HistoryStore, SeriesPoint, StoredRun
-from perfsuite.writing import md_cell
+from perfsuite.writing import md_cell, md_code
 
 MIN_RUNS = 2  # previous runs a point needs before the history gates it
 LAST_RUNS = 10  # previous runs pooled as its baseline
@@ -203,11 +203,11 @@ def lines(gate: HistoryGate) -> list[str]:
 
 def markdown(gate: HistoryGate) -> str:
     """The job summary: one table row per failing point, else one line."""
-    head = "\n".join(f"- {line}" for line in lines(gate)[:-1])
+    head = "\n".join(f"- {md_cell(line)}" for line in lines(gate)[:-1])
     if not gate.failing:
         return f"### perfsuite history gate: passed\n\n{head}\n"
     rows = "\n".join(
-        f"| `{md_cell(s.id)}` | {md_cell(s.why)} | `{s.commits}` |" for s in gate.failing
+        f"| {md_code(s.id)} | {md_cell(s.why)} | {md_code(s.commits)} |" for s in gate.failing
     )
     return (
         "### perfsuite history gate: FAILED\n\n"

@@ -11,6 +11,7 @@ from fnmatch import fnmatchcase
 
 from perfsuite.history.changes import Change, detect
 from perfsuite.store.database import Annotation, HistoryStore
+from perfsuite.writing import plot_label
 
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
 CHANGE_COLOUR = "#d62728"
@@ -37,7 +38,7 @@ def _chart(
         times.update({p.run_id: p.started_at for p in series})
         low, high = [p.low for p in series], [p.high for p in series]
         ax.fill_between(x, low, high, color=colour, alpha=0.2, linewidth=0)
-        ax.plot(x, [p.value for p in series], marker=".", color=colour, label=hw)
+        ax.plot(x, [p.value for p in series], marker=".", color=colour, label=plot_label(hw))
     for c in changes:
         ax.axvline(c.started_at, color=CHANGE_COLOUR, linestyle="--", linewidth=1.2)
         ax.annotate(
@@ -53,7 +54,7 @@ def _chart(
         if a.run_id in times:
             ax.axvline(times[a.run_id], color=ANNOTATION_COLOUR, linestyle=":", linewidth=1)
     ax.set_ylabel(UNITS.get(metric, metric))
-    ax.set_title(name, fontsize=10)
+    ax.set_title(plot_label(name), fontsize=10)
     ax.legend(fontsize=8, loc="lower left")
     fig.autofmt_xdate()
     fig.tight_layout()

@@ -11,7 +11,7 @@ from typing import Protocol
 
 from perfsuite import records
 from perfsuite.store.baseline import BaselineError, Saved
-from perfsuite.store.database import HistoryStore, StoreError
+from perfsuite.store.database import HistoryStore, StoreError, hide_password
 from perfsuite.store.files import FileStore
 
 
@@ -57,7 +57,9 @@ def open_store(url: str) -> Store:
             register(ep.load())
     if scheme not in STORES:
         known = ", ".join(f"{s}://" for s in sorted(STORES))
-        raise StoreError(f"result store {url!r}: unknown scheme {scheme!r} (known: {known})")
+        raise StoreError(
+            f"result store {hide_password(url)!r}: unknown scheme {scheme!r} (known: {known})"
+        )
     return STORES[scheme](url)
 
 

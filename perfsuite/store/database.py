@@ -9,21 +9,26 @@ so importing a run directory, baseline or qualification report twice adds nothin
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import os
+import random
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
 import numpy as np
 import sqlalchemy as sa
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
 from perfsuite import records
 from perfsuite.store import schema as t
 from perfsuite.store.baseline import BaselineError, Saved, merged, thin_samples
 from perfsuite.store.files import SUMMARY, read_run
+from perfsuite.writing import hide_passwords
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 ENV = "PERFSUITE_STORE"
@@ -31,7 +36,41 @@ METRICS = ("latency_median_ms", "latency_p90_ms", "latency_p99_ms", "throughput_
 
 
 class StoreError(ValueError):
-    """A store that cannot be opened or an input that cannot be imported (exit 2)."""
+    """A store that cannot be opened, read or written, or an input that cannot be imported
+    (exit 2); one line, with any password in the store's URL hidden."""
+
+
+class StoreBusy(StoreError):
+    """SQLite said "database is locked" without waiting out its busy timeout (it does so where
+    waiting could deadlock, e.g. two first openings turning the file to WAL at once)."""
+
+
+LOCK_TRIES = 6
+
+
+def _retrying(write):
+    """Run a write (one transaction: a failed try left nothing) again while SQLite is busy."""
+
+    @functools.wraps(write)
+    def run(*args, **kwargs):
+        for attempt in range(LOCK_TRIES):
+            try:
+                return write(*args, **kwargs)
+            except StoreBusy:
+                if attempt == LOCK_TRIES - 1:
+                    raise
+                time.sleep(0.05 * 2**attempt * (1 + random.random()))
+        raise AssertionError("unreachable")
+
+    return run
+
+
+def hide_password(url: str) -> str:
+    """``url`` with its password masked, also when it is not a valid SQLAlchemy URL."""
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return hide_passwords(url)
 
 
 def default_url() -> str:
@@ -127,8 +166,9 @@ class HistoryStore:
         self.url = url
         try:
             url_ = sa.engine.make_url(url)
-        except ArgumentError:
-            raise StoreError(f"result store {url!r} is not a database URL") from None
+        except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+            raise StoreError(f"result store {hide_password(url)!r} is not a URL") from None
+        self.safe_url = url_.render_as_string(hide_password=True)
         kwargs: dict = {}
         if url_.get_backend_name() == "sqlite":
             if url_.database and url_.database != ":memory:":
@@ -136,37 +176,82 @@ class HistoryStore:
                 try:
                     folder.mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
-                    raise StoreError(f"result store {url}: {exc.strerror}: {folder}") from None
+                    msg = f"result store {self.safe_url}: {exc.strerror}: {folder}"
+                    raise StoreError(msg) from None
             kwargs["connect_args"] = {"timeout": 60}  # wait for another writer's lock
         try:
             self.engine = sa.create_engine(url_, **kwargs)
         except (NoSuchModuleError, ImportError) as exc:
-            raise StoreError(f"result store {url!r}: no driver for it ({exc})") from None
+            raise StoreError(f"result store {self.safe_url}: no driver for it ({exc})") from None
         if url_.get_backend_name() == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
             sa.event.listen(self.engine, "begin", _sqlite_begin)
+        sa.event.listen(self.engine, "handle_error", self._one_line)
+        # writes take SQLite's write lock up front (_sqlite_begin); reads do not wait for it
+        self.writer = self.engine.execution_options(write=True)
         self.migrate()
 
+    def _one_line(self, context) -> StoreError:
+        """Every database error (server gone, refused login, read-only or full or corrupt
+        file) becomes one StoreError line naming the store; SQLAlchemy raises it instead."""
+        return self._error(context.original_exception)
+
+    def _error(self, exc: BaseException) -> StoreError:
+        lines = str(exc).strip().splitlines()
+        reason = lines[0] if lines else type(exc).__name__
+        password = sa.engine.make_url(self.url).password
+        if password:
+            reason = reason.replace(str(password), "***")
+        busy = "database is locked" in reason
+        return (StoreBusy if busy else StoreError)(f"result store {self.safe_url}: {reason}")
+
     # --- schema -------------------------------------------------------------------------
+    @_retrying
     def migrate(self) -> None:
+        """Bring the schema to this perfsuite's newest revision; a store written by a newer
+        perfsuite is refused, never downgraded."""
         from alembic import command
         from alembic.config import Config
+        from alembic.migration import MigrationContext
+        from alembic.script import ScriptDirectory
 
         cfg = Config()
         cfg.set_main_option("script_location", str(MIGRATIONS))
+        scripts = ScriptDirectory.from_config(cfg)
         try:
-            with self.engine.begin() as conn:
-                if conn.dialect.name == "postgresql":  # two first openings: one migrates
-                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(7070797265)"))
+            with self.engine.connect() as conn:  # a read: a read-only store at head opens
+                current = MigrationContext.configure(conn).get_current_revision()
+            if current == scripts.get_current_head():
+                return
+            if current and current not in {s.revision for s in scripts.walk_revisions()}:
+                raise StoreError(
+                    f"result store {self.safe_url}: written by a newer perfsuite (schema "
+                    f"revision {current}; this one knows up to {scripts.get_current_head()})"
+                    ": upgrade perfsuite to use it"
+                )
+            with self.schema_transaction() as conn:
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, "head")
-        except OperationalError as exc:
-            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-            raise StoreError(f"result store {self.safe_url}: cannot open it: {reason}") from None
+        except DBAPIError as exc:  # raised before the handle_error event could see it
+            raise self._error(exc.orig or exc) from None
 
-    @property
-    def safe_url(self) -> str:
-        return sa.engine.make_url(self.url).render_as_string(hide_password=True)
+    @contextmanager
+    def schema_transaction(self):
+        """A transaction to migrate in. SQLite: foreign keys off, as Alembic's batch mode
+        needs -- it rebuilds a table by copy and drop, and with them on the drop cascades
+        and deletes every result. PostgreSQL: two first openings take turns."""
+        with self.writer.connect() as conn:
+            raw = conn.connection.dbapi_connection if conn.dialect.name == "sqlite" else None
+            if raw:
+                raw.execute("PRAGMA foreign_keys=OFF")  # a no-op inside a transaction
+            try:
+                with conn.begin():
+                    if not raw:
+                        conn.execute(sa.text("SELECT pg_advisory_xact_lock(7070797265)"))
+                    yield conn
+            finally:
+                if raw:
+                    raw.execute("PRAGMA foreign_keys=ON")
 
     def revision(self) -> str | None:
         from alembic.migration import MigrationContext
@@ -267,6 +352,7 @@ class HistoryStore:
         except records.RecordError as exc:
             raise BaselineError(str(exc)) from None
 
+    @_retrying
     def save_baseline(
         self, fingerprint: records.Fingerprint | dict, profile: str, results, **how
     ) -> Saved:
@@ -274,7 +360,7 @@ class HistoryStore:
         IMMEDIATE; PostgreSQL: an advisory lock), so two runs saving take turns."""
         hw = records.Fingerprint.model_validate(fingerprint).hardware_class
         where = self.baseline_location(hw, profile)
-        with self.engine.begin() as conn:
+        with self.writer.begin() as conn:
             if conn.dialect.name == "postgresql":
                 conn.execute(sa.text("SELECT pg_advisory_xact_lock(7070797267)"))
             doc = conn.scalar(_baseline_query(hw, profile))
@@ -291,6 +377,7 @@ class HistoryStore:
     def close(self) -> None:
         self.engine.dispose()
 
+    @_retrying
     def import_qualification(self, path: Path, data: dict) -> Imported:
         try:
             qualification = records.load_qualification(data, str(path))
@@ -304,7 +391,7 @@ class HistoryStore:
         else:
             when = dt.datetime.fromtimestamp(Path(path).stat().st_mtime, dt.UTC)
         q = t.qualifications.c
-        with self.engine.begin() as conn:
+        with self.writer.begin() as conn:
             _serialise(conn)
             if conn.scalar(sa.select(q.id).where(q.report_key == key)):
                 return Imported("qualification", str(path), False)
@@ -339,14 +426,17 @@ class HistoryStore:
                 ids[r.id] = _insert(conn, t.benchmarks, name=r.id, point=records.dump(r.point))
         return ids
 
+    @_retrying
     def _write(self, fp: records.Fingerprint, run: dict, recs: list, verdicts: dict) -> bool:
-        with self.engine.begin() as conn:
+        with self.writer.begin() as conn:
             _serialise(conn)  # before the check: two importers of one run raced past it
             if conn.scalar(sa.select(t.runs.c.id).where(t.runs.c.run_key == run["run_key"])):
                 return False
             run_id = _insert(conn, t.runs, host_id=self._host(conn, fp), excluded=False, **run)
             bench = self._benchmarks(conn, recs)
-            conn.execute(t.results.insert(), [_result_row(run_id, bench[r.id], r) for r in recs])
+            rows = [_result_row(run_id, bench[r.id], r) for r in recs]
+            _check_storable(t.results, *rows)
+            conn.execute(t.results.insert(), rows)
             columns = {"verdict", "change", "p_value", "confirmed", "reason"}
             rows = [
                 {"run_id": run_id, "benchmark_id": bench[v.id], **v.model_dump(include=columns)}
@@ -354,17 +444,21 @@ class HistoryStore:
                 if v.id in bench
             ]
             if rows:
+                _check_storable(t.verdicts, *rows)
                 conn.execute(t.verdicts.insert(), rows)
         return True
 
+    @_retrying
     def exclude(self, run_ref: str, reason: str) -> int:
         """Leave a run out of every series (a broken night), with the reason."""
-        with self.engine.begin() as conn:
+        with self.writer.begin() as conn:
             run_id = self._run_id(conn, run_ref)
+            _check_storable(t.runs, {"excluded_reason": reason})
             row = t.runs.update().where(t.runs.c.id == run_id)
             conn.execute(row.values(excluded=True, excluded_reason=reason))
         return run_id
 
+    @_retrying
     def annotate(
         self,
         benchmarks: str,
@@ -376,7 +470,7 @@ class HistoryStore:
     ) -> int:
         """An annotation from run ``run_ref`` on; an accepted change starts the series
         (for change detection) anew there, as Conbench's reference reset does."""
-        with self.engine.begin() as conn:
+        with self.writer.begin() as conn:
             return _insert(
                 conn,
                 t.annotations,
@@ -447,12 +541,13 @@ class HistoryStore:
                 raise StoreError(f"run {ref!r} is ambiguous: {len(found)} runs match")
         raise StoreError(f"no run {ref!r} in {self.safe_url}")
 
+    @_retrying
     def save_change_points(self, examined: list[tuple[int, str, str]], found: list[dict]) -> None:
         """Replace the stored change points of every examined series (benchmark id,
         hardware class, metric) with ``found``."""
         now = dt.datetime.now(dt.UTC)
         cp = t.change_points.c
-        with self.engine.begin() as conn:
+        with self.writer.begin() as conn:
             for b, hw, metric in set(examined):
                 series = (cp.benchmark_id == b, cp.hardware_class == hw, cp.metric == metric)
                 conn.execute(t.change_points.delete().where(*series))
@@ -586,10 +681,12 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
 
 
 def _sqlite_begin(conn) -> None:
-    """BEGIN IMMEDIATE: take the write lock up front. A deferred transaction that reads and
-    then writes fails at once (SQLITE_BUSY, no waiting) when another writer committed in
-    between -- two concurrent importers lost runs that way."""
-    conn.exec_driver_sql("BEGIN IMMEDIATE")
+    """A write takes the write lock up front (BEGIN IMMEDIATE): a deferred transaction that
+    reads and then writes fails at once (SQLITE_BUSY, no waiting) when another writer
+    committed in between -- two concurrent importers lost runs that way. A read is one
+    snapshot (BEGIN), so a reader never sees half of a run."""
+    write = conn.get_execution_options().get("write")
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
 def _serialise(conn) -> None:
@@ -600,7 +697,42 @@ def _serialise(conn) -> None:
 
 
 def _insert(conn, table: sa.Table, **values) -> int:
+    _check_storable(table, values)
     return conn.execute(table.insert().values(**values)).inserted_primary_key[0]
+
+
+def _texts(value):
+    """Every string in a column's value, JSON documents' keys and values included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _texts(k)
+            yield from _texts(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            if isinstance(v, str | dict | list | tuple):
+                yield from _texts(v)
+
+
+def _check_storable(table: sa.Table, *rows: dict) -> None:
+    """Refuse on every backend what PostgreSQL cannot keep -- NUL, text that is not UTF-8,
+    text longer than its column -- so a history moves between SQLite and PostgreSQL, and the
+    line names the field instead of the server's "value too long for type varchar(32)"."""
+    for row in rows:
+        for name, value in row.items():
+            limit = getattr(table.c[name].type, "length", None) if name in table.c else None
+            for text in _texts(value):
+                where = f"{table.name}.{name}"
+                if "\x00" in text:
+                    raise StoreError(f"{where}: holds a NUL character, which no store keeps")
+                if not text.isascii():
+                    try:
+                        text.encode()
+                    except UnicodeEncodeError:
+                        raise StoreError(f"{where}: text that is not valid UTF-8") from None
+                if limit and isinstance(value, str) and len(value) > limit:
+                    raise StoreError(f"{where}: {len(value)} characters; it keeps {limit}")
 
 
 def _result_row(run_id: int, benchmark_id: int, r: records.Result) -> dict:

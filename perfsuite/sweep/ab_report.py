@@ -11,7 +11,7 @@ from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend 
 from matplotlib.ticker import PercentFormatter
 
 from perfsuite.gate.report import png
-from perfsuite.writing import atomic_write_text, md_cell
+from perfsuite.writing import atomic_write_text, md_cell, md_code, plot_label
 
 
 def _plot(verdicts) -> str | None:
@@ -27,7 +27,7 @@ def _plot(verdicts) -> str | None:
     t = judged[0].threshold or 0.0
     ax.axvspan(-t, t, color="C2", alpha=0.12, label=f"+/- threshold ({t:.0%})")
     ax.axvline(0, color="k", lw=0.5)
-    ax.set_yticks(range(len(judged)), [v.id for v in judged], fontsize=7)
+    ax.set_yticks(range(len(judged)), [plot_label(v.id) for v in judged], fontsize=7)
     ax.xaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_xlabel("B / A - 1: each round (dots), the estimate (bar) and its 95% interval")
     ax.legend(fontsize=7, loc="lower right")
@@ -53,7 +53,7 @@ def markdown(verdicts, a_desc: str, b_desc: str, hardware_class: str) -> str:
     bad = sum(v.verdict in order for v in verdicts)
     lines = [
         f"**{bad} of {len(verdicts)} point(s) regressed or failed** on {md_cell(hardware_class)}"
-        f" (A `{md_cell(a_desc)}`, B `{md_cell(b_desc)}`)",
+        f" (A {md_code(a_desc)}, B {md_code(b_desc)})",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + " --- |" * len(COLUMNS),

@@ -28,7 +28,7 @@ from perfsuite.gate.report import as_json, terminal, write_all
 from perfsuite.gate.statistics import GateConfig
 from perfsuite.history.trends import figures
 from perfsuite.store import BaselineError, StoreError, open_store
-from perfsuite.store.database import HistoryStore
+from perfsuite.store.database import HistoryStore, hide_password
 from perfsuite.sweep import run_report
 from perfsuite.writing import atomic_write_text
 
@@ -197,7 +197,8 @@ def _gate(session, opts: FinishOptions, out: Outcome) -> None:
 
 def _record_history(session, opts: FinishOptions, out: Outcome) -> str | None:
     """Add the finished run to the results history, from memory; the report's trend charts
-    for this run's points come back (database stores)."""
+    for this run's points come back (database stores). A store that fails loses nothing:
+    the run directory is written already, and the line says how to add it later."""
     try:
         store = open_store(opts.history)
         run = records.Run(
@@ -208,13 +209,20 @@ def _record_history(session, opts: FinishOptions, out: Outcome) -> str | None:
         )
         added = store.add_run(run)
     except StoreError as exc:
-        out.lines.append(f"history NOT written: {exc}")
+        out.lines.append(
+            f"history NOT written: {exc}; the run is kept in {session.run_dir}; add it later "
+            f"with `perfsuite db import {session.run_dir} --store {hide_password(opts.history)}`"
+        )
         out.fail = True
         return None
     out.lines.append(f"history: run {'recorded' if added else 'already'} in {store.safe_url}")
     if not isinstance(store, HistoryStore):
         return None
-    return figures(store, sorted({r.id for r in session.records}))
+    try:
+        return figures(store, sorted({r.id for r in session.records}))
+    except StoreError as exc:  # recorded; only its trend charts could not be read back
+        out.lines.append(f"history: no trend charts: {exc}")
+        return None
 
 
 def _save(session, opts: FinishOptions, out: Outcome) -> None:

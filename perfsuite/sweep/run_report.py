@@ -13,6 +13,7 @@ from perfsuite.prepare import models, quantize
 from perfsuite.prepare.diagnose import diagnose
 from perfsuite.records import Fingerprint, Point, Result
 from perfsuite.sweep.report import speed_lines, sweep_table, table_key
+from perfsuite.writing import terminal_line
 
 
 @dataclass
@@ -81,7 +82,7 @@ def report_lines(records, fingerprint, formula_threads=None, slow=()) -> list[st
     )
     for s in slow:
         lines += s.lines()
-    return lines
+    return [terminal_line(line) for line in lines]  # ids and diagnoses are data: not obeyed
 
 
 def _plots(records: list[Result]) -> list[tuple[str, str]]:
