@@ -93,6 +93,14 @@ def empty_node_root(tmp_path, host_tree):
 PG_ENV = "PERFSUITE_TEST_POSTGRES"
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """A new results history on each engine: a SQLite file, and a PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'history.sqlite'}"
+    return request.getfixturevalue("postgres_url")
+
+
 @pytest.fixture
 def postgres_url():
     """A throwaway database on the PostgreSQL server $PERFSUITE_TEST_POSTGRES names (.ci/run

@@ -38,8 +38,15 @@ def _wait_port(port: int, proc: subprocess.Popen, log: Path, seconds: float) -> 
 
 
 @contextmanager
-def standalone(folder: Path, workers: int = 2, cores: int = 1, env: dict | None = None):
-    """Yields the master URL of a loopback cluster with ``workers`` workers."""
+def standalone(
+    folder: Path,
+    workers: int = 2,
+    cores: int = 1,
+    env: dict | None = None,
+    worker_env: list[dict] | None = None,
+):
+    """Yields the master URL of a loopback cluster with ``workers`` workers; ``worker_env[i]``
+    is added to worker i's environment (its executors and their Python workers inherit it)."""
     import pyspark
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -54,11 +61,11 @@ def standalone(folder: Path, workers: int = 2, cores: int = 1, env: dict | None 
     master = f"spark://127.0.0.1:{port}"
     procs: list[subprocess.Popen] = []
 
-    def launch(name: str, *args: str) -> subprocess.Popen:
+    def launch(name: str, *args: str, extra: dict | None = None) -> subprocess.Popen:
         log = folder / f"{name}.log"
         p = subprocess.Popen(
             [_spark_class(), *args],
-            env=base,
+            env={**base, **(extra or {})},
             stdout=log.open("w"),
             stderr=subprocess.STDOUT,
             start_new_session=True,  # one group per daemon: killed with its children
@@ -85,6 +92,7 @@ def standalone(folder: Path, workers: int = 2, cores: int = 1, env: dict | None 
                 "--webui-port", str(free_port()),
                 "--work-dir", str(folder / f"work{i}"),
                 master,
+                extra=(worker_env or [{}] * workers)[i],
             )  # fmt: skip
         yield master
     finally:

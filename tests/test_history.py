@@ -9,19 +9,12 @@ import multiprocessing
 
 import pytest
 import sqlalchemy as sa
-from history_data import fingerprint, point_id, step_history, write_run
+from history_data import point_id, qualification, step_history, write_run
 
 from perfsuite.cli import main
 from perfsuite.history.changes import detect
 from perfsuite.store import schema
 from perfsuite.store.database import MIGRATIONS, HistoryStore, StoreError
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'history.sqlite'}"
-    return request.getfixturevalue("postgres_url")
 
 
 def test_migrations_match_the_schema_and_go_both_ways(store_url, tmp_path):
@@ -89,7 +82,7 @@ def test_baselines_and_qualification_reports_import_too(store_url, tmp_path):
     assert store.import_path(base).added and not store.import_path(base).added
     assert [r.kind for r in store.runs()] == ["baseline"]
     assert store.series() == {}  # history series are runs, not baselines
-    q = _qualification(tmp_path, "host-a", 30.0)
+    q = qualification(tmp_path, "host-a", 30.0)
     assert store.import_path(q).added and not store.import_path(q).added
     assert len(store.qualifications("amd-zen4-2c-1n")) == 1
 
@@ -255,39 +248,11 @@ def test_db_cli_exit_codes(tmp_path, capsys):
         assert message in err and len(err.strip().splitlines()) == 1, err
 
 
-def _qualification(folder, host, bandwidth, **extra):
-    fp = fingerprint(host)
-    fp["fields"]["os.hostname"] = host
-    measurements = {
-        "bandwidth_gbs": {"0": bandwidth},
-        "fma_per_core": 120.0,
-        "fma_all_cores_per_core": 118.0,
-        "gemm_efficiency": 0.8,
-        "fma_repeats": [120.0],
-        "quick": False,
-    }
-    measurements.update(extra)
-    for k in [k for k, v in extra.items() if v is None]:
-        del measurements[k]
-    report = {
-        "schema": "perfsuite.qualification/1",
-        "verdict": "PASS",
-        "reference": None,
-        "fingerprint": fp,
-        "measurements": measurements,
-        "seconds": 1.0,
-        "checks": [],
-    }
-    path = folder / f"q-{host}.json"
-    path.write_text(json.dumps(report))
-    return path
-
-
 def test_fleet_scoring_names_the_odd_host_out(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    paths = [_qualification(tmp_path, f"h{i}", 30.0 + 0.2 * i) for i in range(5)]
-    paths.append(_qualification(tmp_path, "slowmem", 26.0))  # -13% bandwidth
-    paths.append(_qualification(tmp_path, "nogemm", 30.1, gemm_efficiency=None))
+    paths = [qualification(tmp_path, f"h{i}", 30.0 + 0.2 * i) for i in range(5)]
+    paths.append(qualification(tmp_path, "slowmem", 26.0))  # -13% bandwidth
+    paths.append(qualification(tmp_path, "nogemm", 30.1, gemm_efficiency=None))
     assert main(["db", "--store", url, "import", *map(str, paths)]) == 0
     capsys.readouterr()
     out = tmp_path / "fleet"

@@ -31,13 +31,6 @@ RUNS, POINTS, NOTES, SAVES = 30, 12, 30, 20
 SEEDS = range(3)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'history.sqlite'}"
-    return request.getfixturevalue("postgres_url")
-
-
 def _result(i: int) -> records.Result:
     rng = __import__("numpy").random.default_rng(i)
     return records.Result.model_validate(record(point_id(i), 0.01, T0 + i, rng))

@@ -221,7 +221,7 @@ def test_a_spark_workers_reason_reaches_the_terminal_inert(monkeypatch, capsys, 
     from perfsuite.fleet.qualification import FleetRun
 
     monkeypatch.setattr(
-        qualify, "qualify_fleet", lambda *a, **k: FleetRun({}, {TERM_PAYLOAD: TERM_PAYLOAD}, {})
+        qualify, "qualify_fleet", lambda *a, **k: FleetRun({}, {TERM_PAYLOAD: TERM_PAYLOAD}, {}, {})
     )
     args = [
         "--spark-master=local[1]",
@@ -234,13 +234,6 @@ def test_a_spark_workers_reason_reaches_the_terminal_inert(monkeypatch, capsys, 
     assert main(["qualify", *args]) == 1
     out = capsys.readouterr().out
     assert MARKER in out and not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path):  # as in test_history.py (not in conftest)
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'history.sqlite'}"
-    return request.getfixturevalue("postgres_url")
 
 
 def _stored(store: HistoryStore, text: str) -> None:

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -341,3 +342,100 @@ def test_sweep(perf_point, perf_run):
     (saved,) = base.glob("*/smoke.json")
     entries = json.loads(saved.read_text())["entries"]
     assert "small_cnn-onnxruntime-fp32-spark_partition-1x1-b1" in entries
+
+
+def test_the_fleet_table_marks_a_missing_host_and_a_far_off_clock(monkeypatch, capsys, tmp_path):
+    from history_data import qualification
+
+    from perfsuite.cli import main
+    from perfsuite.cli import qualify as cli
+    from perfsuite.fleet.qualification import FleetRun
+
+    reports = {
+        h: records.load_qualification(json.loads(qualification(tmp_path, h, bw).read_text()), h)
+        for h, bw in (("a", 40.0), ("b", 41.0))
+    }
+    run = FleetRun(reports, {"host 3 of 3": "never registered with spark://m:7077 in 180 s"},
+                   {h: tmp_path / h for h in reports}, {"a": 7200.0})  # fmt: skip
+    monkeypatch.setattr(cli, "qualify_fleet", lambda *a, **k: run)
+    argv = ["qualify", "--spark-master=spark://m:7077", "--hosts=3", f"--out={tmp_path}"]
+    assert main([*argv, f"--store=sqlite:///{tmp_path}/h.db"]) == 1  # a host is missing
+    out = capsys.readouterr().out
+    assert "a: clock 7200 s ahead of the driver's" in out
+    (row,) = [line for line in out.splitlines() if "host 3 of 3" in line and "MISSING" in line]
+    assert "never registered" in row and "fleet of amd-zen4-2c-1n: 3 hosts" in out
+
+
+# -- faults across hosts: each costs its own host's result only -------------------------------
+
+SPARK_PROCESSES = (
+    "SparkSubmit",
+    "CoarseGrainedExecutorBackend",
+    "pyspark.daemon",
+    "pyspark.worker",
+)
+
+
+def _spark_processes() -> list[str]:
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        line = " ".join(p.info["cmdline"] or [])
+        found += [name for name in SPARK_PROCESSES if name in line]
+    return found
+
+
+FLEET_DRIVER = """
+import dataclasses, json, sys
+sys.path.insert(0, sys.argv[2])
+import fleet_faults
+from perfsuite.fleet.fan_out import run_on_hosts
+got = run_on_hosts(sys.argv[1], 6, fleet_faults.behave, {"skew_s": 7200, "ok_s": 3},
+                   timeout=20, wait_s=float(sys.argv[3]))
+print(json.dumps([dataclasses.asdict(g) for g in got]))
+"""
+
+
+@pytest.mark.spark
+@needs_spark
+def test_faults_on_some_hosts_cost_only_their_results(tmp_path):
+    """Five workers: one fine (its clock 2 h ahead), one whose Python worker is killed, one
+    whose executor dies, one whose Python lacks perfsuite, one past its deadline; six hosts
+    asked for, so one never registers. Each is one line; the fine host's result is kept; no
+    Spark process outlives the run."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from spark_cluster import standalone
+
+    tests = str(Path(__file__).parent)
+    shadow = tmp_path / "shadow"
+    (shadow / "perfsuite").mkdir(parents=True)
+    (shadow / "perfsuite" / "__init__.py").write_text(  # first on sys.path: as if not installed
+        "raise ModuleNotFoundError(\"No module named 'perfsuite'\", name='perfsuite')\n"
+    )
+    roles = ["skew", "kill_python", "kill_executor", "no_perfsuite", "hang"]
+    envs = [{"PERFSUITE_TEST_ROLE": r, "PYTHONPATH": tests} for r in roles]
+    envs[3]["PYTHONPATH"] = f"{shadow}:{tests}"
+    with standalone(tmp_path / "cluster", workers=5, cores=1, worker_env=envs) as master:
+        before = _spark_processes()
+        r = subprocess.run([sys.executable, "-c", FLEET_DRIVER, master, tests, "40"],
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert r.returncode == 0, r.stderr[-3000:]
+        listed = json.loads(r.stdout.splitlines()[-1])
+        got = {g["error"] or "ok": g for g in listed}
+        for _ in range(60):  # the master stops the app's executors a moment after it ends
+            if sorted(_spark_processes()) == sorted(before):
+                break
+            time.sleep(1)
+        assert sorted(_spark_processes()) == sorted(before)
+    assert len(got) == 6, listed
+    ok = got.pop("ok")
+    assert ok["value"] == {"role": "skew"} and 7190 < ok["clock_offset_s"] < 7210
+    reasons = sorted(got)
+    expected = [
+        "ExecutorLostFailure", "ModuleNotFoundError: No module named 'perfsuite'",
+        "its Python worker exited unexpectedly", "never registered with spark://",
+        "over its deadline of 20 s",
+    ]  # fmt: skip
+    assert all(any(e in why for why in reasons) for e in expected), reasons
+    assert all("\n" not in why for why in reasons)

@@ -15,7 +15,7 @@ from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.cli.tables import fleet_table
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.fleet import scoring as fleet
-from perfsuite.fleet.fan_out import FleetUsageError
+from perfsuite.fleet.fan_out import FleetUsageError, clock_line
 from perfsuite.fleet.qualification import qualify_fleet
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.options import add_options
@@ -127,8 +127,11 @@ def cmd_qualify_fleet(args) -> int:
         print(terminal_line(f"{host}: {cls}: {report.verdict} ({run.written[host]})"))
     for host, why in sorted(run.errors.items()):
         print(terminal_line(f"{host}: no report: {why}"))  # a Spark worker's words
+    for host, offset in sorted(run.clock_offsets.items()):
+        print(terminal_line(f"{host}: {clock_line(offset)}; its report keeps the host's time"))
     failed = bool(run.errors) or any(r.verdict == "FAIL" for r in run.reports.values())
     rules = fleet.load_rules(None)
+    tabled = False
     for cls, reports in sorted(by_class.items()):
         if len(reports) < 2:
             print(terminal_line(f"fleet of {cls}: 1 host, nothing to score against"))
@@ -136,8 +139,11 @@ def cmd_qualify_fleet(args) -> int:
         scores = fleet.score(
             {h: fleet.metrics(records.dump(r.measurements)) for h, r in reports.items()}, rules, cls
         )
-        fleet_table(scores, {h: r.verdict for h, r in reports.items()})
+        fleet_table(scores, {h: r.verdict for h, r in reports.items()}, run.errors)
+        tabled = True
         failed |= any(s.verdict == "FAIL" for s in scores)
+    if run.errors and not tabled:
+        fleet_table([], {}, run.errors)
     return EXIT_FAIL if failed else EXIT_OK
 
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.execute.isolation import WorkerError
-from perfsuite.fleet.fan_out import FleetUsageError
+from perfsuite.fleet.fan_out import FleetUsageError, clock_line
 from perfsuite.fleet.scoring import FleetError
 from perfsuite.fleet.sweep import compare_hosts, sweep_fleet
 from perfsuite.options import add_options
 from perfsuite.store.database import StoreError, open_history
 from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
 from perfsuite.sweep.report import sweep_table
-from perfsuite.writing import NotWritable, check_writable_dir
+from perfsuite.writing import NotWritable, check_writable_dir, terminal_line
 
 INPUT_ERRORS: tuple[type[Exception], ...] = (StoreError, FleetError)
 
@@ -50,7 +50,10 @@ def cmd_sweep(args) -> int:
             print(f"skipped {pid}: {why}")
         failed |= any(not r.ok for r in fleet.records[host])
     for host, why in sorted(fleet.errors.items()):
-        print(f"== {host}: no results: {why}")
+        print(terminal_line(f"== {host}: no results: {why}"))
+    for host, offset in sorted(fleet.clock_offsets.items()):
+        print(terminal_line(f"== {host}: {clock_line(offset)}: its records are put on the "
+                            "driver's clock"))  # fmt: skip
     if len(fleet.records) > 1:
         print("== across hosts")
         for line in compare_hosts(fleet.records):

@@ -24,8 +24,9 @@ def _plain(value) -> Text:
     return Text(terminal_line(value))
 
 
-def fleet_table(scores, verdicts: dict[str, str]) -> None:
-    """host | class | its own qualification verdict | fleet verdict | failing | outliers."""
+def fleet_table(scores, verdicts: dict[str, str], missing: dict[str, str] | None = None) -> None:
+    """host | class | its own qualification verdict | fleet verdict | failing | outliers; a
+    host of the fleet that brought no report back is a MISSING row with the reason."""
     rows = []
     for s in scores:
         failing = ", ".join(
@@ -37,5 +38,7 @@ def fleet_table(scores, verdicts: dict[str, str]) -> None:
         rows.append(
             [s.host, s.hardware_class, verdicts[s.host], s.verdict, failing or "-", outliers or "-"]
         )
+    rows += [[host, "?", "no report", "MISSING", why, "-"] for host, why in (missing or {}).items()]
     columns = ["host", "class", "qualify", "fleet", "failing", "outliers (|z|>3.5)"]
-    table(f"fleet of {scores[0].hardware_class}: {len(scores)} hosts", columns, rows)
+    cls = scores[0].hardware_class if scores else "?"
+    table(f"fleet of {cls}: {len(rows)} hosts", columns, rows)

@@ -3,19 +3,29 @@ all of its executor's cores (``spark.task.cpus`` = ``spark.executor.cores``), so
 tasks at once and no two share a machine. ``run_on_hosts`` waits for the executors, runs a
 module-level function on each and brings its JSON-able result back with the host's name. The
 SparkSession is stopped whatever happens.
+
+Each host is its own Spark job (a thread per host, its own job group and deadline) and a
+failed task is not retried elsewhere (``spark.task.maxFailures`` = 1): a Python worker
+killed, an executor lost, a host whose Python lacks perfsuite or a task over its deadline
+costs that host's result only, with one line saying why, never the other hosts'. A host
+that never registers is one such line too.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 import socket
 import time
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.spark import Deadline, start
+
+CLOCK_TOLERANCE_S = 2.0  # beyond the round trip: a host clock further off is reported
 
 
 class FleetUsageError(ValueError):
@@ -28,6 +38,8 @@ class HostResult:
     executor: str
     value: object | None
     error: str | None
+    clock: float | None = None  # the host's time.time() when its task ended
+    clock_offset_s: float = 0.0  # the host's clock minus the driver's, beyond the round trip
 
 
 def executor_id() -> str:
@@ -46,7 +58,37 @@ def _on_host(fn, payload, _index: int) -> HostResult:
         value, error = fn(payload), None
     except Exception as exc:  # reported per host; one bad host must not hide the others
         value, error = None, f"{exc.__class__.__name__}: {exc}"
-    return HostResult(socket.gethostname(), executor_id(), value, error)
+    return HostResult(socket.gethostname(), executor_id(), value, error, clock=time.time())
+
+
+def task_failure(exc: BaseException) -> tuple[str, str, str]:
+    """(host, executor, why) from a failed Spark job's message: Spark names where the task
+    ran ("Lost task 0.0 in stage 1.0 (TID 1) (10.0.0.7 executor 3): ...") and the Python
+    error, if any, is the last "SomethingError: ..." line of the worker's traceback."""
+    text = str(exc)
+    where = re.search(r"\(([^\s()]+) executor (\w+)\)", text)
+    errors = re.findall(r"^\s*(\w+(?:Error|Exception|Exit): .+)$", text, re.M)
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
+    lost = re.search(r"(ExecutorLostFailure \(.*?\))", text)
+    why = errors[-1] if errors else lost.group(1) if lost else first
+    if "Python worker exited unexpectedly" in text and not errors:
+        why = "its Python worker exited unexpectedly (killed or crashed)"
+    host, executor = (where.group(1), where.group(2)) if where else ("?", "?")
+    return host, executor, why
+
+
+def clock_line(offset_s: float) -> str:
+    side = "ahead of" if offset_s > 0 else "behind"
+    return f"clock {abs(offset_s):.0f} s {side} the driver's"
+
+
+def _clock_offset(host_clock: float, sent: float, received: float) -> float:
+    """How far the host's clock is off the driver's, beyond what the round trip explains."""
+    if host_clock > received + CLOCK_TOLERANCE_S:
+        return host_clock - received
+    if host_clock < sent - CLOCK_TOLERANCE_S:
+        return host_clock - sent
+    return 0.0
 
 
 def _wait_for_executors(sc, hosts: int, seconds: float) -> int:
@@ -68,6 +110,8 @@ def run_on_hosts(
     timeout: float = 3600.0,
     wait_s: float = 180.0,
 ) -> list[HostResult]:
+    """Every host's result; a host that failed has ``error`` set (and ``host`` from Spark's
+    failure message, or "host K of N" when it never registered)."""
     if master.startswith("local"):
         raise FleetUsageError(
             f"--spark-master {master} runs everything in one process on one host; a fleet run "
@@ -82,38 +126,56 @@ def run_on_hosts(
             "spark.executor.cores": str(host_cores),
             "spark.task.cpus": str(host_cores),  # one task fills its executor
             "spark.cores.max": str(hosts * host_cores),
+            "spark.task.maxFailures": "1",  # a retry would measure another host in its place
         },
     )
     try:
         sc = spark.sparkContext
         have = _wait_for_executors(sc, hosts, wait_s)
-        if have < hosts:
-            raise WorkerError(
-                f"{have} executor(s) registered with {master} in {wait_s:.0f} s; {hosts} needed"
-            )
-        with Deadline(sc, timeout, "perfsuite-hosts") as deadline:
-            try:
-                got = (
-                    sc.parallelize(range(hosts), hosts)
-                    .map(functools.partial(_on_host, fn, payload))
-                    .collect()
-                )
-            except Exception as exc:
-                why = f"exceeded {timeout:.0f} s" if deadline.expired else str(exc).splitlines()[0]
-                raise WorkerError(f"fleet run on {master} failed: {why}") from exc
+        if have < 1:
+            raise WorkerError(f"no executor registered with {master} in {wait_s:.0f} s")
+        one = functools.partial(_one_host, sc, fn, payload, timeout)
+        with ThreadPoolExecutor(max_workers=have) as pool:  # one Spark job per host at once
+            got = list(pool.map(one, range(have)))
     finally:
         spark.stop()
-    names = [g.host for g in got]
-    seen = set()
-    for g in got:
-        if (g.host, g.executor) in seen:
-            raise WorkerError(
-                f"two tasks ran on executor {g.executor} of {g.host}: the cluster "
-                f"has fewer than {hosts} executors of {host_cores} core(s)"
+    missing = [
+        HostResult(f"host {i + 1} of {hosts}", "-", None,
+                   f"never registered with {master} in {wait_s:.0f} s")
+        for i in range(have, hosts)
+    ]  # fmt: skip
+    return _named(got) + missing
+
+
+def _one_host(sc, fn, payload, timeout: float, index: int) -> HostResult:
+    with Deadline(sc, timeout, f"perfsuite-host-{index}") as deadline:
+        sent = time.time()
+        try:
+            (got,) = (
+                sc.parallelize([index], 1).map(functools.partial(_on_host, fn, payload)).collect()
             )
+        except Exception as exc:
+            host, executor, why = task_failure(exc)
+            host = f"task {index + 1}" if host == "?" else host  # Spark did not say where
+            if deadline.expired:
+                why = f"over its deadline of {timeout:.0f} s: cancelled"
+            return HostResult(host, executor, None, why)
+    offset = _clock_offset(got.clock, sent, time.time()) if got.clock else 0.0
+    return replace(got, clock_offset_s=offset)
+
+
+def _named(got: list[HostResult]) -> list[HostResult]:
+    """Loopback "hosts" share a hostname: the executor id tells them apart; a second task on
+    one executor (fewer executors than hosts) is that host's error, not a second host."""
+    names = [g.host for g in got]
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for g in got:
+        if names.count(g.host) > 1 and g.executor != "?":
+            g = replace(g, host=f"{g.host}#{g.executor}")
+        if (g.host, g.executor) in seen and g.executor != "?":
+            why = f"a second task ran on executor {g.executor}: too few executors"
+            g = replace(g, host=f"{g.host} (again)", value=None, error=why)
         seen.add((g.host, g.executor))
-    # loopback "hosts" share a hostname: the executor id tells them apart
-    return sorted(
-        (replace(g, host=f"{g.host}#{g.executor}") if names.count(g.host) > 1 else g for g in got),
-        key=lambda r: r.host,
-    )
+        out.append(g)
+    return sorted(out, key=lambda r: r.host)

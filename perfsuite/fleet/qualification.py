@@ -48,6 +48,7 @@ class FleetRun:
     reports: dict[str, records.QualificationReport]  # by host
     errors: dict[str, str]  # host -> why it has no report
     written: dict[str, Path]
+    clock_offsets: dict[str, float]  # host -> its clock minus the driver's, where far off
 
 
 def qualify_fleet(
@@ -63,8 +64,10 @@ def qualify_fleet(
 ) -> FleetRun:
     asked = QualifyAsked(quick, reference and records.dump(reference), no_reference)
     results = run_on_hosts(master, hosts, qualify_task, asked, host_cores=host_cores)
-    run = FleetRun({}, {}, {})
+    run = FleetRun({}, {}, {}, {})
     for r in results:
+        if r.clock_offset_s:
+            run.clock_offsets[r.host] = r.clock_offset_s
         if r.error or not r.value:
             run.errors[r.host] = r.error or "no report"
             continue

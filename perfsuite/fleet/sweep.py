@@ -63,6 +63,7 @@ class FleetSweep:
     fingerprints: dict[str, records.Fingerprint]
     skipped: dict[str, dict]
     errors: dict[str, str]
+    clock_offsets: dict[str, float]  # host -> its clock minus the driver's, where far off
 
 
 def sweep_fleet(
@@ -76,16 +77,21 @@ def sweep_fleet(
     timeout: float = 3600.0,
 ) -> FleetSweep:
     got = run_on_hosts(master, hosts, sweep_task, profile, host_cores=host_cores, timeout=timeout)
-    fleet = FleetSweep({}, {}, {}, {}, {})
+    fleet = FleetSweep({}, {}, {}, {}, {}, {})
     store = open_history(store_url)
     for r in got:
+        if r.clock_offset_s:
+            fleet.clock_offsets[r.host] = r.clock_offset_s
         if r.error or not r.value:
             fleet.errors[r.host] = r.error or "no result"
             continue
         reply = SweepReply(*r.value)  # the host's JSON, read as records
         fp = records.Fingerprint.model_validate(reply.fingerprint).on_host(r.host)
-        results = [
-            records.load_result(d, f"{r.host}: result {i + 1}") for i, d in enumerate(reply.records)
+        results = [  # on the driver's clock: the history orders runs by their time
+            records.load_result(d, f"{r.host}: result {i + 1}").model_copy(
+                update={"timestamp": d["timestamp"] - r.clock_offset_s}
+            )
+            for i, d in enumerate(reply.records)
         ]
         run = RunDir(out / r.host.replace("/", "_"), profile.name)
         if results:
