@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from toy_backend import TOY_BACKEND
 
 from perfsuite.cli import main
 from perfsuite.host.topology import read_topology
@@ -378,35 +379,6 @@ def test_injected_slowdown_fails_the_gate_end_to_end(sweep, tmp_path, monkeypatc
     monkeypatch.delenv("PERFSUITE_FAULT")
     r = sweep.runpytest(*args, "--perf-fail-on", "regression")  # A/A: same code again
     assert r.ret == 0 and "GATE FAILED" not in r.stdout.str()
-
-
-TOY_BACKEND = """
-import numpy as np
-
-from perfsuite.prepare.backends.base import Backend, Session
-
-
-class ToySession(Session):
-    framework = "toyfw"
-
-    def __init__(self, config):
-        self.settings = {"threads": config.threads, "toy": True}
-
-    def infer(self, inputs):
-        x = next(iter(inputs.values()))
-        return [np.tanh(x).sum(axis=tuple(range(1, x.ndim)))]
-
-
-class ToyBackend(Backend):
-    name = "toyfw"
-    distribution = "numpy"  # installed wherever perfsuite is
-    precisions = ("fp32",)
-    no_path = {"int8_static": "toyfw runs fp32 only"}
-
-    def prepare(self, model, config):
-        self.require()
-        return ToySession(config)
-"""
 
 
 @pytest.fixture

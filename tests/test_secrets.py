@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,21 +14,25 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from history_data import step_history
+from toy_backend import TOY_BACKEND
 
 from perfsuite.cli import main
 from perfsuite.store import open_store
 from perfsuite.store.database import HistoryStore, StoreError
 
 PASSWORD = "S3cretPw"
+_SERVER = sa.engine.make_url(
+    os.environ.get("PERFSUITE_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:1/postgres")
+)
 UNREACHABLE = [
     f"postgresql+psycopg://perfsuite:{PASSWORD}@127.0.0.1:1/x",  # nothing listens
-    f"postgresql+psycopg://nouser:{PASSWORD}@127.0.0.1:55432/postgres",  # no such role
-    f"postgresql+psycopg://u:{PASSWORD}@127.0.0.1:55432/postgres?sslmode=bogus",
+    # the test server, when there is one: a role it does not know, an sslmode it refuses
+    _SERVER.set(username="nouser", password=PASSWORD).render_as_string(hide_password=False),
+    _SERVER.set(username="u", password=PASSWORD).render_as_string(hide_password=False)
+    + "?sslmode=bogus",
     f"mysql://u:{PASSWORD}@127.0.0.1/db",  # no driver
     f"nosuch://u:{PASSWORD}@127.0.0.1/db",  # no such scheme
 ]
-TOY = (Path(__file__).with_name("test_plugin.py").read_text().split('TOY_BACKEND = """')[1]
-       .split('"""')[0])  # fmt: skip
 SWEEP = "def test_sweep(perf_point, perf_run):\n    perf_run(perf_point)\n"
 
 
@@ -69,7 +74,7 @@ def test_a_store_that_cannot_be_opened_is_named_without_its_password(url, tmp_pa
 
 
 def test_the_pytest_plugin_names_a_bad_store_without_its_password(tmp_path):
-    (tmp_path / "conftest.py").write_text(TOY)
+    (tmp_path / "conftest.py").write_text(TOY_BACKEND)
     (tmp_path / "test_toy.py").write_text(SWEEP)
     args = ["--perf-frameworks", "toyfw", "--perf-numa-nodes", "none", "--perf-threads", "1"]
     r = subprocess.run(
