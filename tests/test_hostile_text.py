@@ -207,6 +207,7 @@ def test_terminal_output_obeys_no_control_sequence_nor_rich_markup(capsys):
     from perfsuite.sweep.run_report import report_lines
 
     table(TERM_PAYLOAD, ["host"], [[TERM_PAYLOAD]])
+    table(TERM_PAYLOAD, ["host", "n"], [[TERM_PAYLOAD, i] for i in range(300)])  # plain lines
     c, side = comparison(TERM_PAYLOAD)
     terminal(print, c, TERM_PAYLOAD, TERM_PAYLOAD)
     recs = [result(TERM_PAYLOAD)]

@@ -14,6 +14,7 @@ from perfsuite.store.database import Annotation, HistoryStore
 from perfsuite.writing import plot_label
 
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
+MARKED_RUNS = 200  # a longer line is drawn without a marker per run
 CHANGE_COLOUR = "#d62728"
 ANNOTATION_COLOUR = "#7f7f7f"
 UNITS = {
@@ -38,7 +39,8 @@ def _chart(
         times.update({p.run_id: p.started_at for p in series})
         low, high = [p.low for p in series], [p.high for p in series]
         ax.fill_between(x, low, high, color=colour, alpha=0.2, linewidth=0)
-        ax.plot(x, [p.value for p in series], marker=".", color=colour, label=plot_label(hw))
+        marker = "." if len(x) <= MARKED_RUNS else None  # each marker is an SVG element
+        ax.plot(x, [p.value for p in series], marker=marker, color=colour, label=plot_label(hw))
     for c in changes:
         ax.axvline(c.started_at, color=CHANGE_COLOUR, linestyle="--", linewidth=1.2)
         ax.annotate(
