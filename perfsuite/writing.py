@@ -88,15 +88,15 @@ def _one_line(text) -> str:
 def hide_passwords(text: str) -> str:
     """``text`` with the password of every URL in it (``scheme://user:password@host``)
     masked: for lines that echo what the user typed."""
-    return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", str(text))
+    return re.sub(r"(://[^:/@\s]*:)\S*@", r"\1***@", str(text))  # to the last @: a raw @
 
 
 def md_cell(text: str) -> str:
     """``text`` safe inside a Markdown table cell or list item (a PR comment, a job summary):
-    a ``|`` or a line break would end the cell, a backtick would open a code span, and GitHub
-    renders HTML such as ``<img>``."""
+    a ``|`` or a line break would end the cell, a backtick would open a code span, GitHub
+    renders HTML such as ``<img>`` and images ``![x](url)``, and ``@name`` notifies a user."""
     text = html.escape(_one_line(text), quote=False)
-    return text.replace("|", "\\|").replace("`", "\\`")
+    return re.sub(r"([|`\[\]@])", r"\\\1", text)
 
 
 def md_code(text: str) -> str:

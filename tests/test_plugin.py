@@ -482,7 +482,7 @@ def test_a_store_gone_mid_run_loses_nothing_measured(sweep, registry, postgres_u
     args += ["--perf-threads", "1", "--perf-precisions", "fp32", "--perf-out", str(tmp_path)]
     r = sweep.runpytest(*args, "--perf-store", url, plugins=[_CutBeforeFinish(proxy)])
     out = r.stdout.str()
-    assert r.ret == pytest.ExitCode.TESTS_FAILED and "S3cretPw" not in out
+    assert r.ret == pytest.ExitCode.TESTS_FAILED and "S3cretPw" not in out + r.stderr.str()
     (line,) = [x for x in out.splitlines() if "history NOT written" in x]
     (run_dir,) = (p.parent for p in tmp_path.glob("*/summary.json"))
     assert f"`perfsuite db import {run_dir} --store " in line

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -376,11 +377,18 @@ SPARK_PROCESSES = (
 )
 
 
-def _spark_processes() -> list[str]:
+def _spark_processes(marker: str) -> list[str]:
+    """This test's driver, executor and Python-worker processes: those that inherited its
+    marker (another test's Spark, still up, is not counted)."""
     import psutil
 
     found = []
     for p in psutil.process_iter(["cmdline"]):
+        try:
+            if p.environ().get("PERFSUITE_TEST_FLEET") != marker:
+                continue
+        except (psutil.AccessDenied, psutil.NoSuchProcess):
+            continue
         line = " ".join(p.info["cmdline"] or [])
         found += [name for name in SPARK_PROCESSES if name in line]
     return found
@@ -414,20 +422,23 @@ def test_faults_on_some_hosts_cost_only_their_results(tmp_path):
         "raise ModuleNotFoundError(\"No module named 'perfsuite'\", name='perfsuite')\n"
     )
     roles = ["skew", "kill_python", "kill_executor", "no_perfsuite", "hang"]
-    envs = [{"PERFSUITE_TEST_ROLE": r, "PYTHONPATH": tests} for r in roles]
+    marker = uuid.uuid4().hex
+    envs = [{"PERFSUITE_TEST_ROLE": r, "PYTHONPATH": tests, "PERFSUITE_TEST_FLEET": marker}
+            for r in roles]  # fmt: skip
     envs[3]["PYTHONPATH"] = f"{shadow}:{tests}"
     with standalone(tmp_path / "cluster", workers=5, cores=1, worker_env=envs) as master:
-        before = _spark_processes()
+        assert _spark_processes(marker) == []
         r = subprocess.run([sys.executable, "-c", FLEET_DRIVER, master, tests, "40"],
+                           env={**os.environ, "PERFSUITE_TEST_FLEET": marker},
                            capture_output=True, text=True, timeout=300)  # fmt: skip
         assert r.returncode == 0, r.stderr[-3000:]
         listed = json.loads(r.stdout.splitlines()[-1])
         got = {g["error"] or "ok": g for g in listed}
         for _ in range(60):  # the master stops the app's executors a moment after it ends
-            if sorted(_spark_processes()) == sorted(before):
+            if not _spark_processes(marker):
                 break
             time.sleep(1)
-        assert sorted(_spark_processes()) == sorted(before)
+        assert _spark_processes(marker) == []
     assert len(got) == 6, listed
     ok = got.pop("ok")
     assert ok["value"] == {"role": "skew"} and 7190 < ok["clock_offset_s"] < 7210

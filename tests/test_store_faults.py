@@ -72,12 +72,29 @@ def test_read_only_file_is_read_and_refuses_writes(tmp_path, capsys):
     assert len(HistoryStore(url).runs()) == 2
 
 
+def _mount_tmpfs(folder, size: str) -> None:
+    folder.mkdir()
+    mount = ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)]
+    if os.geteuid() != 0 or subprocess.run(mount, capture_output=True).returncode:
+        pytest.skip(f"cannot mount a {size} tmpfs (needs root and CAP_SYS_ADMIN)")
+
+
+def test_a_store_on_read_only_media_is_one_line(tmp_path, capsys):
+    """A WAL store closed cleanly has no -shm file, and read-only media cannot get one: SQLite
+    cannot open it at all (reads included); the line says so."""
+    media = tmp_path / "media"
+    _mount_tmpfs(media, "20m")
+    try:
+        url, runs = _store_with_runs(media)
+        subprocess.run(["mount", "-o", "remount,ro", str(media)], check=True)
+        assert "unable to open database file" in _db(capsys, url, "runs")
+    finally:
+        subprocess.run(["umount", "--lazy", str(media)], check=True)
+
+
 def test_full_disk_keeps_every_whole_run(tmp_path, capsys):
     small = tmp_path / "small"
-    small.mkdir()
-    mount = ["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(small)]
-    if os.geteuid() != 0 or subprocess.run(mount, capture_output=True).returncode:
-        pytest.skip("cannot mount a 400 kB tmpfs to fill (needs root and CAP_SYS_ADMIN)")
+    _mount_tmpfs(small, "400k")
     try:
         url = f"sqlite:///{small / 'h.sqlite'}"
         runs = step_history(tmp_path / "runs", 40, 30, step_point=None)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.spark import Deadline, start
 
-CLOCK_TOLERANCE_S = 2.0  # beyond the round trip: a host clock further off is reported
+CLOCK_TOLERANCE_S = 2.0  # a host clock further off the driver's is reported
 
 
 class FleetUsageError(ValueError):
@@ -82,13 +82,11 @@ def clock_line(offset_s: float) -> str:
     return f"clock {abs(offset_s):.0f} s {side} the driver's"
 
 
-def _clock_offset(host_clock: float, sent: float, received: float) -> float:
-    """How far the host's clock is off the driver's, beyond what the round trip explains."""
-    if host_clock > received + CLOCK_TOLERANCE_S:
-        return host_clock - received
-    if host_clock < sent - CLOCK_TOLERANCE_S:
-        return host_clock - sent
-    return 0.0
+def _clock_offset(host_clock: float, received: float) -> float:
+    """How far the host's clock is off the driver's: the host read it as its task ended,
+    moments before the driver got the result; 0 within the tolerance."""
+    off = host_clock - received
+    return off if abs(off) > CLOCK_TOLERANCE_S else 0.0
 
 
 def _wait_for_executors(sc, hosts: int, seconds: float) -> int:
@@ -136,7 +134,11 @@ def run_on_hosts(
             raise WorkerError(f"no executor registered with {master} in {wait_s:.0f} s")
         one = functools.partial(_one_host, sc, fn, payload, timeout)
         with ThreadPoolExecutor(max_workers=have) as pool:  # one Spark job per host at once
-            got = list(pool.map(one, range(have)))
+            try:
+                got = list(pool.map(one, range(have)))
+            except BaseException:  # Ctrl-C: end the jobs, or leaving the pool waits for them
+                sc.cancelAllJobs()
+                raise
     finally:
         spark.stop()
     missing = [
@@ -149,7 +151,6 @@ def run_on_hosts(
 
 def _one_host(sc, fn, payload, timeout: float, index: int) -> HostResult:
     with Deadline(sc, timeout, f"perfsuite-host-{index}") as deadline:
-        sent = time.time()
         try:
             (got,) = (
                 sc.parallelize([index], 1).map(functools.partial(_on_host, fn, payload)).collect()
@@ -160,13 +161,14 @@ def _one_host(sc, fn, payload, timeout: float, index: int) -> HostResult:
             if deadline.expired:
                 why = f"over its deadline of {timeout:.0f} s: cancelled"
             return HostResult(host, executor, None, why)
-    offset = _clock_offset(got.clock, sent, time.time()) if got.clock else 0.0
+    offset = _clock_offset(got.clock, time.time()) if got.clock else 0.0
     return replace(got, clock_offset_s=offset)
 
 
 def _named(got: list[HostResult]) -> list[HostResult]:
-    """Loopback "hosts" share a hostname: the executor id tells them apart; a second task on
-    one executor (fewer executors than hosts) is that host's error, not a second host."""
+    """Loopback "hosts" share a hostname: the executor id tells them apart. A second task on
+    one executor (a host's task failed fast, freeing its executor before another host's job
+    was placed) is no second host: it is reported, and one registered executor got no task."""
     names = [g.host for g in got]
     seen: set[tuple[str, str]] = set()
     out = []
@@ -174,7 +176,7 @@ def _named(got: list[HostResult]) -> list[HostResult]:
         if names.count(g.host) > 1 and g.executor != "?":
             g = replace(g, host=f"{g.host}#{g.executor}")
         if (g.host, g.executor) in seen and g.executor != "?":
-            why = f"a second task ran on executor {g.executor}: too few executors"
+            why = f"ran on executor {g.executor} after another task: an executor got no task"
             g = replace(g, host=f"{g.host} (again)", value=None, error=why)
         seen.add((g.host, g.executor))
         out.append(g)

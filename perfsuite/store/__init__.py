@@ -11,8 +11,9 @@ from typing import Protocol
 
 from perfsuite import records
 from perfsuite.store.baseline import BaselineError, Saved
-from perfsuite.store.database import HistoryStore, StoreError, hide_password
+from perfsuite.store.database import HistoryStore, StoreError
 from perfsuite.store.files import FileStore
+from perfsuite.writing import hide_passwords
 
 
 class Store(Protocol):
@@ -58,7 +59,7 @@ def open_store(url: str) -> Store:
     if scheme not in STORES:
         known = ", ".join(f"{s}://" for s in sorted(STORES))
         raise StoreError(
-            f"result store {hide_password(url)!r}: unknown scheme {scheme!r} (known: {known})"
+            f"result store {hide_passwords(url)!r}: unknown scheme {scheme!r} (known: {known})"
         )
     return STORES[scheme](url)
 

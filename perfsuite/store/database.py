@@ -8,6 +8,7 @@ so importing a run directory, baseline or qualification report twice adds nothin
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import hashlib
@@ -15,7 +16,6 @@ import json
 import os
 import random
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -41,36 +41,33 @@ class StoreError(ValueError):
 
 
 class StoreBusy(StoreError):
-    """SQLite said "database is locked" without waiting out its busy timeout (it does so where
-    waiting could deadlock, e.g. two first openings turning the file to WAL at once)."""
+    """SQLite said "database is locked"."""
 
 
 LOCK_TRIES = 6
+BUSY_TIMEOUT_S = 60.0  # SQLite waits this long for another writer's lock
 
 
 def _retrying(write):
-    """Run a write (one transaction: a failed try left nothing) again while SQLite is busy."""
+    """Run a write (one transaction: a failed try left nothing) again when SQLite said
+    "database is locked" at once, without waiting out its busy timeout -- as it does where
+    waiting could deadlock, e.g. two first openings turning the file to WAL together. A lock
+    held past the whole timeout is an error, not a reason to wait six times as long."""
 
     @functools.wraps(write)
     def run(*args, **kwargs):
         for attempt in range(LOCK_TRIES):
+            began = time.monotonic()
             try:
                 return write(*args, **kwargs)
             except StoreBusy:
-                if attempt == LOCK_TRIES - 1:
+                waited = time.monotonic() - began
+                if attempt == LOCK_TRIES - 1 or waited > BUSY_TIMEOUT_S / 2:
                     raise
                 time.sleep(0.05 * 2**attempt * (1 + random.random()))
         raise AssertionError("unreachable")
 
     return run
-
-
-def hide_password(url: str) -> str:
-    """``url`` with its password masked, also when it is not a valid SQLAlchemy URL."""
-    try:
-        return sa.engine.make_url(url).render_as_string(hide_password=True)
-    except (ArgumentError, ValueError):
-        return hide_passwords(url)
 
 
 def default_url() -> str:
@@ -167,7 +164,7 @@ class HistoryStore:
         try:
             url_ = sa.engine.make_url(url)
         except (ArgumentError, ValueError):  # ValueError: a port that is not a number
-            raise StoreError(f"result store {hide_password(url)!r} is not a URL") from None
+            raise StoreError(f"result store {hide_passwords(url)!r} is not a URL") from None
         self.safe_url = url_.render_as_string(hide_password=True)
         kwargs: dict = {}
         if url_.get_backend_name() == "sqlite":
@@ -178,7 +175,7 @@ class HistoryStore:
                 except OSError as exc:
                     msg = f"result store {self.safe_url}: {exc.strerror}: {folder}"
                     raise StoreError(msg) from None
-            kwargs["connect_args"] = {"timeout": 60}  # wait for another writer's lock
+            kwargs["connect_args"] = {"timeout": BUSY_TIMEOUT_S}  # for another writer's lock
         try:
             self.engine = sa.create_engine(url_, **kwargs)
         except (NoSuchModuleError, ImportError) as exc:
@@ -191,9 +188,12 @@ class HistoryStore:
         self.writer = self.engine.execution_options(write=True)
         self.migrate()
 
-    def _one_line(self, context) -> StoreError:
+    def _one_line(self, context) -> StoreError | None:
         """Every database error (server gone, refused login, read-only or full or corrupt
-        file) becomes one StoreError line naming the store; SQLAlchemy raises it instead."""
+        file) becomes one StoreError line naming the store; SQLAlchemy raises it instead.
+        Anything else (Ctrl-C, a bug) goes on as it is."""
+        if context.sqlalchemy_exception is None:  # not the driver's: not the store's fault
+            return None
         return self._error(context.original_exception)
 
     def _error(self, exc: BaseException) -> StoreError:
@@ -235,7 +235,7 @@ class HistoryStore:
         except DBAPIError as exc:  # raised before the handle_error event could see it
             raise self._error(exc.orig or exc) from None
 
-    @contextmanager
+    @contextlib.contextmanager
     def schema_transaction(self):
         """A transaction to migrate in. SQLite: foreign keys off, as Alembic's batch mode
         needs -- it rebuilds a table by copy and drop, and with them on the drop cascades
@@ -243,7 +243,7 @@ class HistoryStore:
         with self.writer.connect() as conn:
             raw = conn.connection.dbapi_connection if conn.dialect.name == "sqlite" else None
             if raw:
-                raw.execute("PRAGMA foreign_keys=OFF")  # a no-op inside a transaction
+                self._pragma(raw, "foreign_keys=OFF")  # a no-op inside a transaction
             try:
                 with conn.begin():
                     if not raw:
@@ -251,7 +251,17 @@ class HistoryStore:
                     yield conn
             finally:
                 if raw:
-                    raw.execute("PRAGMA foreign_keys=ON")
+                    with contextlib.suppress(StoreError):  # not over the migration's own error
+                        self._pragma(raw, "foreign_keys=ON")
+
+    def _pragma(self, raw, setting: str) -> None:
+        """On the driver's connection, which SQLAlchemy does not see: errors made one line."""
+        import sqlite3
+
+        try:
+            raw.execute(f"PRAGMA {setting}")
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
 
     def revision(self) -> str | None:
         from alembic.migration import MigrationContext
@@ -366,6 +376,7 @@ class HistoryStore:
             doc = conn.scalar(_baseline_query(hw, profile))
             old = None if doc is None else records.load_baseline(doc, where)
             new, added, updated = merged(old, fingerprint, profile, results, where=where, **how)
+            _check_storable(t.baselines, {"hardware_class": hw, "profile": profile})
             c = t.baselines.c
             if old is None:
                 row = t.baselines.insert().values(hardware_class=hw, profile=profile)

@@ -28,9 +28,9 @@ from perfsuite.gate.report import as_json, terminal, write_all
 from perfsuite.gate.statistics import GateConfig
 from perfsuite.history.trends import figures
 from perfsuite.store import BaselineError, StoreError, open_store
-from perfsuite.store.database import HistoryStore, hide_password
+from perfsuite.store.database import HistoryStore
 from perfsuite.sweep import run_report
-from perfsuite.writing import atomic_write_text
+from perfsuite.writing import atomic_write_text, hide_passwords
 
 
 @dataclass(frozen=True)
@@ -209,9 +209,11 @@ def _record_history(session, opts: FinishOptions, out: Outcome) -> str | None:
         )
         added = store.add_run(run)
     except StoreError as exc:
+        url = hide_passwords(opts.history)
         out.lines.append(
             f"history NOT written: {exc}; the run is kept in {session.run_dir}; add it later "
-            f"with `perfsuite db import {session.run_dir} --store {hide_password(opts.history)}`"
+            f"with `perfsuite db import {session.run_dir} --store {url}`"
+            + (" (your password where *** stands)" if url != opts.history else "")
         )
         out.fail = True
         return None
