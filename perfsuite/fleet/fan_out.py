@@ -39,7 +39,7 @@ class HostResult:
     value: object | None
     error: str | None
     clock: float | None = None  # the host's time.time() when its task ended
-    clock_offset_s: float = 0.0  # the host's clock minus the driver's, beyond the round trip
+    clock_offset_s: float = 0.0  # host clock minus driver's when past CLOCK_TOLERANCE_S, else 0
 
 
 def executor_id() -> str:
