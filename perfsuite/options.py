@@ -143,11 +143,11 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _list("numa-nodes", "nodes", "node numbers, 'all', or 'none' for no binding"),
     _list("batch", "batch sizes", "batch sizes"),
-    _profiled(
+    _list(
         "mode",
-        "latency (one request at a time) or throughput",
-        choices=("latency", "throughput"),
-        verbs=SWEEP_VERBS,
+        "modes",
+        "latency, throughput, LoadGen's single_stream, multi_stream, server, offline, or "
+        "llama-bench's pp<N>/tg<N> (LLM models)",
     ),
     _profiled(
         "min-time",
@@ -321,9 +321,6 @@ def add_options(add: Callable[..., Any], face: str) -> None:
 
 def profile_overrides(get: Callable[[str], Any], face: str) -> dict[str, Any]:
     """The profile keys ``face``'s options override, each read with ``get(key)`` (None keeps
-    the profile's value); ``mode`` is one value here, a list in a profile."""
+    the profile's value)."""
     keys = [o.name.replace("-", "_") for o in OPTIONS if o.profile_key and face in o.faces]
-    values = {key: get(key) for key in keys}
-    if values.get("mode"):
-        values["mode"] = [values["mode"]]
-    return values
+    return {key: get(key) for key in keys}

@@ -13,7 +13,9 @@ Format history (``upgrade`` turns any older file into the current one):
 - ``perfsuite.result/1`` (2026-11): one point's record; ``point.extra`` always ``{}``.
 - ``perfsuite.result/2`` (2026-12-03): ``point.extra`` dropped; the point's ``id`` must agree
   with its fields (the gate used to re-split ids on "-"); samples finite and > 0. Additive
-  since: ``calibration`` (2026-12-04), the machine-speed probes before and after each window.
+  since: ``calibration`` (2026-12-04), the machine-speed probes before and after each window;
+  (2026-12-07) ``point.mode`` takes LoadGen's scenarios and llama-bench's tests (``MODES``),
+  ``headline``, ``loadgen`` and ``decode``; a baseline entry's ``headline``.
 - ``perfsuite.baseline/1`` (2026-11): per-id entries of thinned samples, stats and run medians.
 - ``perfsuite.baseline/2`` (2026-12-03): as /1 with /2 points and finite samples and runs.
 - ``perfsuite.run/1``: a run directory's summary.json (profile, fingerprint, point statuses).
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -68,6 +71,25 @@ class SparkSpec(_Record):
     cpus_per_task: int = Field(ge=1)
 
 
+# How a point is driven: a latency window or a throughput window (perfsuite.execute.measure),
+# one of MLPerf LoadGen's scenarios (perfsuite.serve), or a llama-bench test of LLM decoding,
+# pp<N> (prompt processing) or tg<N> (text generation; perfsuite.llm).
+WINDOW_MODES = ("latency", "throughput")
+SCENARIOS = ("single_stream", "multi_stream", "server", "offline")
+DECODE_TEST = re.compile(r"^(pp|tg)([1-9][0-9]{0,4})$")
+MODES = WINDOW_MODES + SCENARIOS + ("pp<N>", "tg<N>")
+
+
+def mode_kind(mode: str) -> Literal["window", "loadgen", "decode"]:
+    if mode in WINDOW_MODES:
+        return "window"
+    if mode in SCENARIOS:
+        return "loadgen"
+    if DECODE_TEST.match(mode):
+        return "decode"
+    raise ValueError(f"mode {mode!r}: use one of {', '.join(MODES)} (N from 1 to 99999)")
+
+
 class Point(_Record):
     """One benchmark point: what the sweep plans, the executors measure and every record
     names. The id is derived from the fields (``point_id``) and checked when read."""
@@ -78,10 +100,12 @@ class Point(_Record):
     threads: int = Field(ge=1)
     numa_node: int | None = Field(default=None, ge=0)  # None: no binding
     batch: int = Field(ge=1)
-    mode: Literal["latency", "throughput"]
+    mode: str  # MODES
     threads_spec: str = ""  # how the count was asked for ("1", "cores", "auto", ...)
     skip: str | None = None
     spark: SparkSpec | None = None  # additive in result/2: absent means a single-process point
+    # additive in result/2: a LoadGen point's framework sessions, threads split between them
+    streams: int = Field(default=1, ge=1)
     id: str = ""
 
     @model_validator(mode="before")
@@ -96,6 +120,7 @@ class Point(_Record):
 
     @model_validator(mode="after")
     def _id_matches(self):
+        mode_kind(self.mode)
         want = point_id(self)
         if self.id != want:
             raise ValueError(f"id {self.id!r} does not match the point's fields ({want!r})")
@@ -119,6 +144,8 @@ def point_id(p) -> str:
         where += "" if get("numa_node") is None else f"-{node}"
         return f"{head}-{where}-b{get('batch')}"
     suffix = "" if get("mode") == "latency" else f"-{get('mode')}"
+    streams = p.get("streams", 1) if isinstance(p, dict) else p.streams
+    suffix += f"-s{streams}" if streams > 1 else ""
     return f"{head}-t{get('threads')}-{node}-b{get('batch')}{suffix}"
 
 
@@ -294,6 +321,61 @@ class Provenance(_Record):
     repository: str | None = None
 
 
+class Headline(_Record):
+    """The one number a scenario or decode test is known by (MLPerf's and llama-bench's):
+    a server's scheduled QPS, an offline samples/s, a single-stream p90, tokens/s."""
+
+    name: str
+    value: Positive
+    unit: str
+    higher_is_better: bool
+    # the gate compares this value, not the samples: a server search's rate, an offline rate
+    # (one number per run); single-stream, multi-stream and decode points gate on samples
+    gated: bool = False
+
+
+class LoadGenRun(_Record):
+    """One LoadGen test (``perfsuite.serve``): its verdict, LoadGen's reasons when INVALID,
+    and its summary fields under LoadGen's own names; the logs sit in ``log_dir`` (relative
+    to the run directory)."""
+
+    scenario: str
+    target_qps: Positive | None = None
+    valid: bool
+    reasons: list[str] = []
+    fields: dict[str, float | int | str | bool] = {}
+    headline: Headline | None = None  # None: the summary lacks it (an INVALID early stop)
+    duration_s: NonNegative
+    log_dir: str | None = None
+
+
+class LoadGenRecord(_Record):
+    """A scenario point's LoadGen runs: one, or a server search's steps (INVALID kept)."""
+
+    scenario: str
+    settings: dict[str, JSONValue]
+    workers: int = Field(ge=1)  # framework sessions serving queries (worker-per-stream)
+    runs: list[LoadGenRun]
+    best: int | None = None  # index in runs of the reported one; None: no run was VALID
+    converged: bool | None = None  # server: the search bracketed the rate to its precision
+    bracket_qps: tuple[Positive | None, Positive | None] | None = None  # (top VALID, low INVALID)
+
+
+class DecodeRecord(_Record):
+    """A llama-bench test (``perfsuite.llm``) with its memory-bandwidth roofline."""
+
+    test: str
+    tokens: int = Field(ge=1)
+    tokens_per_s: Positive
+    ttft_s: Positive | None = None
+    tpot_s: Positive | None = None
+    weight_bytes_per_token: int = Field(ge=1)
+    triad_gbs: Positive | None = None
+    roofline_tokens_per_s: Positive | None = None
+    roofline_fraction: NonNegative | None = None
+    cache_resident: bool | None = None  # weights fit the L3: the roofline does not bind
+
+
 class ResultHead(_Record):
     """What the sweep knows of a point's result before it is measured."""
 
@@ -327,6 +409,9 @@ class Measurement(_Record):
     model: ModelInfo | None = None
     spark: SparkRun | None = None  # a Spark point's passes
     isolation: str | None = None  # how the point was run: worker, in-process, spark, ...
+    headline: Headline | None = None  # scenario and decode points: what the gate compares
+    loadgen: LoadGenRecord | None = None
+    decode: DecodeRecord | None = None
 
 
 class WorkerReply(_Record):
@@ -387,6 +472,7 @@ class BaselineEntry(_Record):
     accuracy: Accuracy | None = None
     recorded: str
     runs: list[Positive] = []  # medians of the runs (fresh sessions) it holds
+    headline: Headline | None = None  # additive in baseline/2: scenario and decode points
 
 
 class HistoryItem(_Record):

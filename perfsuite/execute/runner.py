@@ -24,7 +24,7 @@ from threadpoolctl import threadpool_limits
 
 from perfsuite import records
 from perfsuite.dispersion import cv
-from perfsuite.execute import calibration
+from perfsuite.execute import calibration, decoding, serving
 from perfsuite.execute.counters import PerfAttach
 from perfsuite.execute.interference import Sampler
 from perfsuite.execute.measure import Protocol, measure_latency, summarize, warm_up
@@ -34,7 +34,7 @@ from perfsuite.host.topology import read_topology
 from perfsuite.prepare import models, quantize
 from perfsuite.prepare.backends import BACKENDS, RunConfig, get_backend
 from perfsuite.prepare.quantize import QUANTIZERS
-from perfsuite.records import Point
+from perfsuite.records import Point, mode_kind
 
 
 def place(numa_node: int | None) -> tuple[dict, tuple[int, ...] | None]:
@@ -188,7 +188,7 @@ def open_point(point: Point, cpus):
     cfg = RunConfig(
         threads=point.threads,
         batch=point.batch,
-        mode=point.mode,
+        mode="throughput" if point.mode in ("throughput", "offline") else "latency",
         cpus=cpus,
         options=dict(variant.framework_options),
     )
@@ -203,6 +203,14 @@ def measure_point(
     start-up, so the per-session medians (kept in the record) show spread that one session
     cannot (docs/measurements/2026-12-05-zen4-process-spread.md); what a process draws once
     (``executors.FreshWorker``) they do not show."""
+    kind = mode_kind(point.mode)
+    if kind == "decode":
+        return decoding.measure(point, protocol, binding, cpus, t_setup)
+    if kind == "loadgen":
+        with threadpool_limits(point.threads // point.streams):
+            opened = open_point(point, cpus)
+            about = model_info(*opened[:2])
+            return serving.measure(point, protocol, opened, about, binding, cpus, t_setup)
     p = Protocol(**protocol)
     parts = []
     with threadpool_limits(point.threads):
@@ -234,7 +242,9 @@ def pool_sessions(point: Point, parts: list[records.Measurement]) -> records.Mea
     """One measurement from one-session measurements (``measure_point``'s sessions, or one
     worker per session): samples pooled, statistics from the pooled samples, the CV of the
     session medians, per-session interference and calibration kept; perf stat covers the
-    first session's window."""
+    first session's window. LoadGen and decode points run one session, kept as measured."""
+    if mode_kind(point.mode) != "window" and len(parts) == 1:
+        return parts[0]
     samples = [x for part in parts for x in part.samples_s]
     medians = [m for part in parts for m in part.session_medians_s]
     windows = [part.protocol for part in parts]

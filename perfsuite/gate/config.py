@@ -1,7 +1,8 @@
 """The gate's configuration, read the same way by the plugin and by ``perfsuite compare``:
 ``[tool.perfsuite.gate]`` of a TOML file (alpha, threshold, cv_limit, burst_threshold,
-burst_fraction, bootstrap_resamples, seed, thresholds = {"id-glob" = value}), then the
-command line's --threshold/--alpha. Same inputs, same verdicts, whichever face runs them."""
+burst_fraction, bootstrap_resamples, seed, rate_threshold, thresholds = {"id-glob" = value}),
+then the command line's --threshold/--alpha. Same inputs, same verdicts, whichever face runs
+them."""
 
 from __future__ import annotations
 

@@ -13,7 +13,9 @@ change is ``unstable``). ``confirm`` keeps a regression only when its re-measure
 the practical size and its control point stayed put. What each rule decides and why:
 docs/design/gate.md.
 
-Instruction counts are exact and need no statistics: ``judge_counts``.
+Instruction counts are exact and need no statistics: ``judge_counts``. A headline rate that
+is one number per run (a LoadGen server search's rate, an offline rate) has no samples to
+test either: ``judge_headline`` compares it against ``GateConfig.rate_threshold``.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class Side:
     stats: Mapping[str, records.Stats] = field(default_factory=dict)
     runs: Mapping[str, list[float]] = field(default_factory=dict)  # baseline: run medians
     contaminated: Mapping[str, str] = field(default_factory=dict)  # id -> what disturbed it
+    headlines: Mapping[str, records.Headline] = field(default_factory=dict)
 
     def __post_init__(self):
         fp = records.Fingerprint.model_validate(self.fingerprint)
@@ -75,6 +78,7 @@ class Side:
             errors={r.id: r.error or "error" for r in results if not r.ok},
             stats={r.id: r.stats for r in ok},
             contaminated={r.id: r.contaminated for r in ok if r.contaminated},
+            headlines={r.id: r.headline for r in ok if r.headline is not None},
         )
 
     @classmethod
@@ -87,6 +91,7 @@ class Side:
             source,
             stats={k: e.stats for k, e in entries.items()},
             runs={k: list(e.runs) for k, e in entries.items()},
+            headlines={k: e.headline for k, e in entries.items() if e.headline is not None},
         )
 
 
@@ -345,9 +350,14 @@ def judge(
         verdicts = tuple(Verdict(id=i, verdict="incomparable", reason=why) for i in ids)
         return Comparison(verdicts, False, must, tuple(notes), software, None)
     both = [i for i in ids if i not in cur.errors and i in base.samples and i in cur.samples]
-    evidence = _evidence(base, cur, both, cfg)
+    by_rate = {i for i in both if _rate_judged(base, cur, i)}
+    evidence = _evidence(base, cur, [i for i in both if i not in by_rate], cfg)
     out = []
     for i in ids:
+        if i in by_rate:
+            v = judge_headline(i, base.headlines[i], cur.headlines[i], cfg)
+            out.append(CONTAMINATION(None, v, cur.contaminated.get(i)))
+            continue
         if i in cur.errors:
             v = Verdict(id=i, verdict="error", reason=cur.errors[i])
         elif i not in base.samples:
@@ -362,6 +372,31 @@ def judge(
     shifted = any(v.shift is not None for v in out)
     shift = (float(np.median(changes)) if changes else 0.0) if shifted else None
     return Comparison(tuple(out), True, must, tuple(notes), software, shift)
+
+
+def _rate_judged(base: Side, cur: Side, i: str) -> bool:
+    b, c = base.headlines.get(i), cur.headlines.get(i)
+    return b is not None and c is not None and b.gated and c.gated
+
+
+def judge_headline(
+    i: str, base: records.Headline, cur: records.Headline, cfg: GateConfig
+) -> Verdict:
+    """A headline that is one number per run, against ``cfg.rate_threshold`` (or the point's
+    threshold when that is wider). ``change`` is the slowdown, as for sampled points: +25%
+    means the rate fell to 1/1.25 of the baseline's."""
+    if base.name != cur.name or base.unit != cur.unit:
+        why = f"headline changed: {base.name} ({base.unit}) -> {cur.name} ({cur.unit})"
+        return Verdict(id=i, verdict="incomparable", reason=why)
+    worse = base.value / cur.value if cur.higher_is_better else cur.value / base.value
+    t = max(cfg.rate_threshold, cfg.threshold_for(i))
+    verdict = "regressed" if worse - 1 >= t else "improved" if 1 / worse - 1 >= t else "unchanged"
+    moved = cur.value / base.value - 1
+    reason = (
+        f"{cur.name} {base.value:.4g} -> {cur.value:.4g} {cur.unit} ({moved:+.1%}); "
+        f"one value per run, judged against the {t:.0%} rate threshold"
+    )
+    return Verdict(id=i, verdict=verdict, change=worse - 1, reason=reason)
 
 
 def compare_samples(
@@ -410,6 +445,7 @@ class Remeasure:
     error: str | None = None
     control: str | None = None
     control_samples: np.ndarray | None = None
+    headline: records.Headline | None = None
 
 
 def _judged_again(v: Verdict, samples: np.ndarray, base: Side, cfg: GateConfig):
@@ -445,6 +481,11 @@ def confirm(
                 reason = f"control point {again.control} moved too on re-measure: machine noise"
                 out.append(_set(v, verdict="unstable", confirmed=None, reason=reason))
                 continue
+        if v.id in base.headlines and again.headline is not None and again.headline.gated:
+            re = judge_headline(v.id, base.headlines[v.id], again.headline, cfg)
+            v = _set(v, confirmed=re.verdict == "regressed")
+            out.append(_reason(v, f"re-measured {re.change:+.1%}", first=True))
+            continue
         re, excused = _judged_again(v, again.samples, base, cfg)
         threshold = slowdown_threshold(cfg, v.id, base.runs.get(v.id, []))
         repeated = re.verdict == "regressed" and re.change is not None and re.change >= threshold

@@ -55,6 +55,10 @@ class GateConfig:
     bootstrap_resamples: int = 2000
     thresholds: dict = field(default_factory=dict)  # benchmark-id glob -> threshold
     seed: int = 0
+    # A server rate (one search per run) or an offline rate has no samples to test: it is
+    # judged against this change alone, wider than the rerun spread of a search
+    # (docs/measurements/2026-12-07-zen4-serving-decode.md).
+    rate_threshold: float = 0.20
 
     def __post_init__(self):
         # Every field bounds a comparison: NaN compares false and would switch the gate off.
@@ -65,7 +69,7 @@ class GateConfig:
             v = getattr(self, name)
             if not _finite(v) or not 0 < v < 1:
                 raise bad(name, v, "a number between 0 and 1 (exclusive)")
-        for name in ("threshold", "cv_limit", "burst_threshold"):
+        for name in ("threshold", "cv_limit", "burst_threshold", "rate_threshold"):
             v = getattr(self, name)
             if not _finite(v) or v <= 0:
                 raise bad(name, v, "a finite number > 0")

@@ -78,6 +78,7 @@ def entry(result: records.Result) -> records.BaselineEntry:
         recorded=dt.datetime.fromtimestamp(result.timestamp, dt.UTC).isoformat(),
         # each fresh session is a run: its median carries the run-to-run spread to the gate
         runs=[float(m) for m in result.session_medians_s] or [float(np.median(result.samples_s))],
+        headline=result.headline,
     )
 
 

@@ -68,7 +68,13 @@ def _remeasure(session, comparison: Comparison) -> dict[str, Remeasure]:
         again = session.run(points[v.id], keep=False)
         control = control_for(comparison, v.id, points)
         ctrl = session.run(points[control], keep=False) if control else None
-        out[v.id] = Remeasure(_samples(again), again.error, control, _samples(ctrl))
+        out[v.id] = Remeasure(
+            _samples(again),
+            again.error,
+            control,
+            _samples(ctrl),
+            again.headline if again.ok else None,
+        )
     return out
 
 

@@ -14,15 +14,34 @@ import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from perfsuite import llm
 from perfsuite.host.topology import Topology
 from perfsuite.prepare import quantize  # quantize.PRECISIONS: read on each use (entry points)
 from perfsuite.prepare.backends import BACKENDS, get_backend
 from perfsuite.prepare.models import names as model_names
-from perfsuite.records import SPARK_PATTERNS, Point, SparkSpec
+from perfsuite.records import SPARK_PATTERNS, Point, SparkSpec, mode_kind
 
 LIST_KEYS = ("models", "frameworks", "precisions", "threads", "numa_nodes", "batch", "mode")
-# Optional keys, so profiles written before Spark points and instruction counts stay valid.
-OPTIONAL = {"spark": ["none"], "spark_items": 512, "icount": False}
+# Optional keys, so profiles written before Spark points, instruction counts and LoadGen
+# scenarios stay valid. LoadGen's settings default to MLPerf Inference's (docs/guide/serving.md):
+# a 600 s minimum duration; the server bound per model (ResNet-50 15 ms, BERT 130 ms).
+OPTIONAL = {
+    "spark": ["none"],
+    "spark_items": 512,
+    "icount": False,
+    "streams": [1],
+    "latency_bound_ms": {},
+    "loadgen_min_duration": 600.0,
+    "loadgen_min_queries": 0,  # 0: the fewest LoadGen's early stopping accepts (serving.py)
+    "server_target_qps": 0.0,  # where the server search starts; 0: from a short latency probe
+    "search_steps": 8,
+    "search_precision": 0.05,
+    # more points beside the profile's product: each a table of dimension lists that replace
+    # the profile's (e.g. one server point in the default sweep), the rest of the profile kept
+    "also": [],
+}
+# MLPerf Inference's server latency bounds (p99); other models fall back to 15 ms.
+MLPERF_BOUNDS_MS = {"resnet50": 15.0, "bert128": 130.0, "bert384": 130.0}
 SCALAR_KEYS = {
     "min_time": float,
     "min_samples": int,
@@ -32,7 +51,6 @@ SCALAR_KEYS = {
     "kernels": bool,
     "sessions": int,
 }
-MODES = ("latency", "throughput")
 
 
 class PlanError(ValueError):
@@ -59,9 +77,33 @@ class Profile:
     spark: tuple[str, ...] = ("none",)  # "none" | "<pattern>" | "<pattern>:<slots>x<cpus>"
     spark_items: int = 512  # images in a Spark point's dataset
     icount: bool = False  # kernel instruction counts (valgrind), saved and gated with the run
+    streams: tuple[int, ...] = (1,)  # server/offline points: framework sessions serving queries
+    latency_bound_ms: tuple[tuple[str, float], ...] = ()  # model -> server p99 bound
+    loadgen_min_duration: float = 600.0
+    loadgen_min_queries: int = 0
+    server_target_qps: float = 0.0
+    search_steps: int = 8
+    search_precision: float = 0.05
+    also: tuple[Profile, ...] = ()
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def bound_ms(self, model: str) -> float:
+        """The server scenario's p99 latency bound for ``model``."""
+        return dict(self.latency_bound_ms).get(model, MLPERF_BOUNDS_MS.get(model, 15.0))
+
+    def loadgen(self, model: str) -> dict:
+        """What a LoadGen point runs with (``perfsuite.serve.ScenarioSettings`` and the
+        server search): the profile's settings, passed to the worker as plain data."""
+        return {
+            "latency_bound_ms": self.bound_ms(model),
+            "min_duration_s": self.loadgen_min_duration,
+            "min_query_count": self.loadgen_min_queries,
+            "target_qps": self.server_target_qps,
+            "search_steps": self.search_steps,
+            "search_precision": self.search_precision,
+        }
 
     def protocol(self, *, counters: bool = False, sessions: int | None = None) -> dict:
         """The measurement protocol a point runs with (``perfsuite.execute.measure``)."""
@@ -91,6 +133,10 @@ def parse_spark(spec: str, cores: int) -> SparkSpec | None:
             f"spark {spec!r}: use <pattern>:<slots>x<cpus per task>, e.g. partition:2x1"
         )
     return SparkSpec(pattern=pattern, slots=int(slots), cpus_per_task=int(cpus))
+
+
+def _union(*lists) -> list[str]:
+    return list(dict.fromkeys(x for names in lists for x in names))
 
 
 def _choices(what: str, values, valid) -> None:
@@ -133,8 +179,60 @@ def load_profiles(pyproject: Path | None = None, user_file: Path | None = None) 
 MAX_COUNT = 4096
 
 
+def _serving(name: str, raw: dict) -> dict:
+    """The LoadGen keys, checked: each bad value is one line naming the key."""
+    out = {}
+    streams = raw["streams"]
+    streams = [streams] if isinstance(streams, (int, str)) else list(streams)
+    if not streams or not all(str(v).isdigit() and 1 <= int(v) <= MAX_COUNT for v in streams):
+        raise PlanError(f"profile {name!r}: streams must be whole numbers from 1 to {MAX_COUNT}")
+    out["streams"] = tuple(int(v) for v in streams)
+    bounds = raw["latency_bound_ms"]
+    if not isinstance(bounds, dict):
+        raise PlanError(f"profile {name!r}: latency_bound_ms must be a table of model = ms")
+    for model, ms in bounds.items():
+        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 < ms < math.inf:
+            raise PlanError(
+                f"profile {name!r}: latency_bound_ms.{model} = {ms!r} must be a number of ms > 0"
+            )
+    out["latency_bound_ms"] = tuple(sorted((m, float(v)) for m, v in bounds.items()))
+    checks = {
+        "loadgen_min_duration": (float, lambda v: 0 < v <= 86400, "seconds > 0 (up to a day)"),
+        "loadgen_min_queries": (int, lambda v: 0 <= v <= 10**9, "a whole number >= 0"),
+        "server_target_qps": (float, lambda v: 0 <= v <= 1e7, "queries/s >= 0 (0: estimate)"),
+        "search_steps": (int, lambda v: 1 <= v <= 64, "a whole number from 1 to 64"),
+        "search_precision": (float, lambda v: 0 < v < 1, "a fraction between 0 and 1"),
+    }
+    for key, (typ, ok, what) in checks.items():
+        value = raw[key]
+        try:
+            if isinstance(value, bool) or (typ is int and value != int(value)):
+                raise ValueError
+            out[key] = typ(value)
+        except (TypeError, ValueError):
+            raise PlanError(f"profile {name!r}: {key} = {value!r} must be {what}") from None
+        if not math.isfinite(out[key]) or not ok(out[key]):
+            raise PlanError(f"profile {name!r}: {key} = {value!r} must be {what}")
+    return out
+
+
+def _check_context(models, modes) -> None:
+    """A decode test longer than an LLM's context cannot run: say so before measuring."""
+    for model in (m for m in models if m in llm.MODELS):
+        context = llm.MODELS[model].max_context
+        for mode in (m for m in modes if mode_kind(m) == "decode"):
+            kind, n = llm.parse_test(mode)
+            tokens = n if kind == "pp" else llm.bench.TG_PROMPT + n
+            if tokens > context:
+                raise PlanError(
+                    f"{mode} on {model} needs {tokens} tokens of context; the model has {context}"
+                )
+
+
 def make_profile(name: str, raw: dict) -> Profile:
     raw = {**OPTIONAL, **raw}
+    if "scenario" in raw:  # the dimension's name in the serving docs; ``mode`` in profiles
+        raw["mode"] = raw.pop("scenario")
     unknown = set(raw) - set(LIST_KEYS) - set(SCALAR_KEYS) - set(OPTIONAL)
     if unknown:
         raise PlanError(
@@ -151,10 +249,14 @@ def make_profile(name: str, raw: dict) -> Profile:
         if not value:
             raise PlanError(f"profile {name!r}: {key} is empty")
         lists[key] = tuple(str(v) for v in value)
-    _choices("model", lists["models"], model_names())
+    _choices("model", lists["models"], model_names() + list(llm.MODELS))
     _choices("framework", lists["frameworks"], list(BACKENDS))
-    _choices("precision", lists["precisions"], quantize.PRECISIONS)
-    _choices("mode", lists["mode"], MODES)
+    _choices("precision", lists["precisions"], _union(quantize.PRECISIONS, llm.PRECISIONS))
+    for mode in lists["mode"]:
+        try:
+            mode_kind(mode)
+        except ValueError as exc:
+            raise PlanError(str(exc)) from None
     for t in lists["threads"]:
         if t not in ("auto", "all", "cores") and not (t.isdigit() and 1 <= int(t) <= MAX_COUNT):
             raise PlanError(
@@ -190,7 +292,24 @@ def make_profile(name: str, raw: dict) -> Profile:
     if not 1 <= scalars["spark_items"] <= 1_000_000:
         raise PlanError(f"profile {name!r}: spark_items must be from 1 to 1000000")
     lists["batch"] = tuple(int(b) for b in lists["batch"])
-    return Profile(name, **lists, **scalars, spark=tuple(spark), icount=raw["icount"])
+    serving = _serving(name, raw)
+    _check_context(lists["models"], lists["mode"])
+    also = []
+    if not isinstance(raw["also"], list) or not all(isinstance(x, dict) for x in raw["also"]):
+        raise PlanError(f"profile {name!r}: also must be a list of tables of dimension lists")
+    for i, extra in enumerate(raw["also"]):
+        bad = sorted(set(extra) - {*LIST_KEYS, "scenario", "streams"})
+        if bad:
+            raise PlanError(
+                f"profile {name!r}: also[{i}] sets {bad}; it takes only the dimensions "
+                f"({', '.join(LIST_KEYS)}, streams)"
+            )
+        base = {k: v for k, v in raw.items() if k not in ("also", "mode", "scenario")}
+        also.append(make_profile(f"{name}.also[{i}]", {**base, "mode": raw["mode"], **extra}))
+    return Profile(
+        name, **lists, **scalars, spark=tuple(spark), icount=raw["icount"], **serving,
+        also=tuple(also),
+    )  # fmt: skip
 
 
 def select_profile(profiles: dict, name: str, overrides: dict) -> Profile:
@@ -238,14 +357,20 @@ def expand(
     points: dict[str, Point] = {}  # by id, the first of each
     dims = (profile.models, profile.frameworks, profile.precisions, per_node)
     for model, fw, prec, node in itertools.product(*dims):
+        if not _same_family(model, prec):
+            continue  # a weight-only LLM precision of a CNN, an INT8 calibration of an LLM
         node_skip, cores = per_node[node]
         candidates = []
         if "none" in profile.spark:
             candidates += _single_process(profile, model, node, cores, physical, l3_mb, model_mb)
         candidates += _spark_points(profile, model, node, cores, unavailable)
         for p in candidates:
-            skip = p.skip or node_skip or _skip(fw, prec, unavailable, bf16)
+            no_loadgen = unavailable.get("loadgen") if mode_kind(p.mode) == "loadgen" else None
+            skip = p.skip or node_skip or no_loadgen or _skip(model, fw, prec, unavailable, bf16)
             p = p.but(framework=fw, precision=prec, skip=skip)
+            points.setdefault(p.id, p)
+    for extra in profile.also:
+        for p in expand(extra, topo, model_mb=model_mb, bf16=bf16, unavailable=unavailable):
             points.setdefault(p.id, p)
     return list(points.values())
 
@@ -262,12 +387,28 @@ def _single_process(profile, model, node, cores, physical, l3_mb, model_mb) -> l
             counts = list(range(1, cores + 1))
         else:
             counts = [int(tspec)]
-        out += [
-            Point(model=model, framework="", precision="", threads=threads, numa_node=node,
-                  batch=batch, mode=mode, threads_spec=tspec)
-            for threads, batch, mode in itertools.product(counts, profile.batch, profile.mode)
-        ]  # fmt: skip
+        for threads, batch, mode in itertools.product(counts, profile.batch, profile.mode):
+            kind = mode_kind(mode)
+            if (kind == "decode") != (model in llm.MODELS):
+                continue  # decode tests are for LLMs, and LLMs only run decode tests
+            # one query at a time (single/multi-stream) keeps one session busy: no streams
+            for streams in profile.streams if mode in ("server", "offline") else (1,):
+                skip = None
+                if threads % streams:
+                    skip = f"{threads} threads do not split evenly between {streams} streams"
+                out.append(
+                    Point(model=model, framework="", precision="", threads=threads,
+                          numa_node=node, batch=batch, mode=mode, threads_spec=tspec,
+                          streams=streams, skip=skip)
+                )  # fmt: skip
     return out
+
+
+def _same_family(model: str, precision: str) -> bool:
+    """LLMs run fp32 and the weight-only precisions; every other model the others."""
+    if model in llm.MODELS:
+        return precision in llm.PRECISIONS
+    return precision in quantize.PRECISIONS
 
 
 def _spark_points(profile, model, node, cores, unavailable) -> list[Point]:
@@ -286,6 +427,8 @@ def _spark_points(profile, model, node, cores, unavailable) -> list[Point]:
                 f"spark {spark.slots}x{spark.cpus_per_task} needs {threads} CPUs; "
                 f"{where} has {cores} cores"
             )
+        if model in llm.MODELS:
+            continue
         out += [
             Point(model=model, framework="", precision="", threads=threads, numa_node=node,
                   batch=batch, mode="throughput", threads_spec=spec, skip=skip, spark=spark)
@@ -294,6 +437,8 @@ def _spark_points(profile, model, node, cores, unavailable) -> list[Point]:
     return out
 
 
-def _skip(fw, prec, unavailable, bf16) -> str | None:
+def _skip(model, fw, prec, unavailable, bf16) -> str | None:
+    if model in llm.MODELS:
+        return unavailable.get(fw) or llm.why_not(fw, prec)
     no_bf16 = quantize.NO_BF16 if prec == "bf16" and not bf16 else None
     return unavailable.get(fw) or get_backend(fw).why_not(prec) or no_bf16

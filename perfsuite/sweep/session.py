@@ -10,7 +10,8 @@ import json
 import time
 from pathlib import Path
 
-from perfsuite import records
+from perfsuite import llm, records
+from perfsuite.execute import serving
 from perfsuite.execute.executors import DEFAULT, get_executor
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.spark import java_problem
@@ -18,9 +19,9 @@ from perfsuite.host.fingerprint import fingerprint as host_fingerprint
 from perfsuite.host.provenance import provenance
 from perfsuite.host.topology import read_topology
 from perfsuite.kernels import cpu_features
-from perfsuite.prepare import accuracy, models, quantize
+from perfsuite.prepare import accuracy, cache, models, quantize
 from perfsuite.prepare.backends import BACKENDS, software_versions
-from perfsuite.records import Fingerprint
+from perfsuite.records import Fingerprint, mode_kind
 from perfsuite.store import Store, open_store
 from perfsuite.store.files import RunDir
 from perfsuite.sweep.plan import Point, Profile, article_threads, expand
@@ -64,6 +65,7 @@ class PerfSession:
             unavailable = {n: b.unavailable() for n, b in BACKENDS.items()}
             if any(spec != "none" for spec in self.profile.spark):
                 unavailable["spark"] = java_problem()
+            unavailable["loadgen"] = serving.loadgen_missing()
             self._points = expand(
                 self.profile,
                 self.topo,
@@ -75,6 +77,8 @@ class PerfSession:
 
     @staticmethod
     def _model_mb(name: str) -> float:
+        if name in llm.MODELS:  # fp32 weights, as for the zoo's models
+            return llm.variants.param_count(llm.MODELS[name]) * 4 / 2**20
         return models.get(name).weight_bytes / 2**20
 
     def formula_threads(self, model: str) -> int:
@@ -86,6 +90,8 @@ class PerfSession:
         if point.precision == "fp32":
             return None
         key = (point.model, point.framework, point.precision)
+        if key not in self.gates and point.model in llm.MODELS:
+            self.gates[key] = llm_accuracy(*key)
         if key not in self.gates:
             model = models.get(point.model)
             variant = quantize.prepare(model, point.precision, point.framework)
@@ -118,6 +124,11 @@ class PerfSession:
             head["remeasure"] = True
         try:
             protocol = self.profile.protocol(counters=self.counters)
+            if mode_kind(point.mode) != "window":  # one LoadGen run or search, one decode run
+                protocol["sessions"] = 1
+            if mode_kind(point.mode) == "loadgen":
+                protocol["loadgen"] = self.profile.loadgen(point.model)
+                protocol["log_dir"] = str(self.run_dir / "loadgen" / point.id)
             measured = records.dump(self.executor.run(point, protocol))
         except WorkerError as exc:
             first = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
@@ -150,6 +161,22 @@ class PerfSession:
 
     def write_summary(self) -> Path | None:
         return self.run_handle.write_summary(self.summary()) if self.records else None
+
+
+def llm_accuracy(model: str, framework: str, precision: str) -> records.Accuracy:
+    """An LLM variant's logits against fp32's over a fixed sequence (``llm.accuracy``)."""
+    got = llm.accuracy(model, precision, framework, cache.cache_dir())
+    return records.Accuracy(
+        metric="logits_cosine",
+        value=got.mean_cosine,
+        threshold=got.min_cosine,
+        passed=got.passed,
+        detail={
+            "top1_agreement": got.top1_agreement,
+            "min_top1": got.min_top1,
+            "tokens": got.tokens,
+        },
+    )
 
 
 def run_summary(

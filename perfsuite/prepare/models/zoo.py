@@ -219,6 +219,16 @@ REGISTRY: dict[str, Spec] = {
     "resnet50": Spec(build_resnet, {}, lambda p: (3, 224, 224)),
     "small_cnn": Spec(build_small_cnn, {}, lambda p: (3, 32, 32)),
     "transformer": Spec(build_transformer, {}, lambda p: (128, 512)),
+    # BERT-class encoders for the serving scenarios: BERT-base's width (768, 12 heads), 4 of its
+    # 12 layers, so that a 2-core host still runs enough queries for LoadGen in seconds
+    **{
+        f"bert{seq}": Spec(
+            build_transformer,
+            {"layers": 4, "hidden": 768, "heads": 12, "seq": seq},
+            lambda p: (p["seq"], p["hidden"]),
+        )
+        for seq in (128, 384)
+    },
     "digits_mlp": Spec(build_digits_classifier, {}, lambda p: (64,)),
     **{
         f"mlp{mb}mb": Spec(build_mlp, {"size_mb": mb}, lambda p: (mlp_hidden(p["size_mb"]),))

@@ -1,0 +1,91 @@
+"""A decode point: one llama-bench test (``pp<N>`` or ``tg<N>``) of an LLM variant
+(``perfsuite.llm``), with the memory-bandwidth roofline of its generation speed.
+
+Each generated token streams every weight once, so tg tokens/s cannot pass the STREAM triad
+bandwidth divided by the weight bytes per token; the triad is measured here, at the point's
+thread count, right after the test (a 1-thread probe undercounts what 2 decode threads
+draw). Weights that fit the L3 are not bound by it: the record says ``cache_resident``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from perfsuite import kernels, llm, records
+from perfsuite.execute import calibration
+from perfsuite.execute.interference import Sampler
+from perfsuite.execute.measure import summarize
+from perfsuite.host.topology import read_topology
+from perfsuite.prepare import cache
+from perfsuite.records import Point
+
+TRIAD_FLOATS = 1 << 23  # 32 MiB per array, 96 MiB moved: past any L3 of the supported hosts
+TRIAD_REPEATS = 5
+
+
+def triad_gbs(threads: int) -> float:
+    """The median of ``TRIAD_REPEATS`` STREAM triads at ``threads`` threads, in GB/s."""
+    a, b, c = (np.ones(TRIAD_FLOATS, np.float32) for _ in range(3))
+    kernels.stream_triad(a, b, c, 3.0, threads=threads)  # first touch: page faults, not memory
+    runs = [kernels.stream_triad(a, b, c, 3.0, threads=threads) for _ in range(TRIAD_REPEATS)]
+    return float(np.median([r["bandwidth_gbs"] for r in runs]))
+
+
+def l3_bytes() -> int | None:
+    caches = read_topology("/").caches
+    return caches["L3"].size_bytes if "L3" in caches else None
+
+
+def measure(point: Point, protocol: dict, binding, cpus, t_setup: float) -> records.Measurement:
+    variant = llm.prepare(point.model, point.precision, point.framework, cache.cache_dir())
+    with llm.open_session(variant, point.threads) as session:
+        setup_s = time.perf_counter() - t_setup
+        before = calibration.probe()
+        llm.run_test(session, point.mode, repetitions=1, min_time=0.0)  # warm-up, discarded
+        with Sampler() as sampler:
+            run = llm.run_test(session, point.mode, min_time=protocol.get("min_time", 1.0))
+        speed = records.SpeedAround(before=before, after=calibration.probe())
+        settings = dict(session.settings)
+    bandwidth = triad_gbs(point.threads)
+    roof = llm.roofline(variant.weight_bytes_per_token, bandwidth, l3_bytes() or 0)
+    decode = records.DecodeRecord(
+        test=point.mode,
+        tokens=run.tokens,
+        tokens_per_s=run.tokens_per_s,
+        ttft_s=run.ttft_s,
+        tpot_s=run.tpot_s,
+        weight_bytes_per_token=variant.weight_bytes_per_token,
+        triad_gbs=bandwidth,
+        roofline_tokens_per_s=roof.ceiling_tokens_per_s,
+        roofline_fraction=roof.fraction(run.tokens_per_s),
+        cache_resident=roof.cache_resident,
+    )
+    samples = [float(x) for x in run.samples_s]
+    items = 1 if point.mode.startswith("tg") else int(point.mode[2:])  # tokens per sample
+    return records.Measurement(
+        interference=records.Interference(
+            contaminated=sampler.result.contaminated, retries=0, sessions=[sampler.result]
+        ),
+        calibration=records.Calibration(sessions=[speed]),
+        samples_s=samples,
+        session_medians_s=[float(np.median(samples))],
+        stats=summarize(samples, items_per_call=items),
+        protocol=records.RunProtocol(window_s=float(np.sum(samples)), items=len(samples) * items),
+        settings=settings,
+        binding=binding,
+        setup_s=setup_s,
+        model=records.ModelInfo(
+            params=variant.params,
+            flops_per_item=2 * variant.params,  # a token: a multiply-add per weight
+            weight_bytes=variant.weight_bytes_per_token,
+            variant_file=variant.path.name,
+            variant_mb=variant.file_bytes / 2**20,
+        ),
+        headline=records.Headline(
+            name=f"{point.mode} tokens/s", value=run.tokens_per_s, unit="tokens/s",
+            higher_is_better=True,
+        ),
+        decode=decode,
+    )  # fmt: skip

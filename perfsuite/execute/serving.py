@@ -1,0 +1,212 @@
+"""A LoadGen point: MLPerf LoadGen drives the point's framework sessions under one of its
+scenarios (``perfsuite.serve``). ``streams`` sessions serve the queries, the point's threads
+split evenly between them and, when the point is bound, its CPUs too (worker-per-stream);
+one stream is the single-session SUT.
+
+The record's samples are the per-query latencies the SUT saw in the reported LoadGen run
+(issue to completion, queueing included), so the report's percentiles are real; what the
+gate compares is the scenario's headline (``records.Headline``): a server search's rate
+and an offline rate on their own (``gated``), single- and multi-stream on the samples.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from contextlib import ExitStack
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from perfsuite import records, serve
+from perfsuite.execute import calibration
+from perfsuite.execute.interference import Sampler
+from perfsuite.execute.measure import summarize
+from perfsuite.prepare.backends import RunConfig
+from perfsuite.records import Point
+
+# Distinct inputs LoadGen's sample indices map to (its performance sample count): enough
+# that a query does not always see the cache state of the one before.
+SAMPLES = 16
+
+
+def loadgen_missing() -> str | None:
+    """Why LoadGen points cannot run here (a skip), or None."""
+    if importlib.util.find_spec("mlperf_loadgen") is None:
+        return "mlcommons-loadgen is not installed (pip install perfsuite[frameworks])"
+    return None
+
+
+# The fewest queries whose run LoadGen's early stopping can call VALID at the scenario's
+# percentile when no query is late (found on LoadGen 6.0.17: server p99 ~460, multi-stream
+# p99 662), rounded up; fewer make every run INVALID for its count, not its latency.
+EARLY_STOPPING_QUERIES = {"single_stream": 100, "multi_stream": 700, "server": 600, "offline": 1}
+
+
+class ServingError(RuntimeError):
+    """A LoadGen point that cannot run as set up: one line, an error for the point."""
+
+
+def settings_for(point: Point, loadgen: dict) -> serve.ScenarioSettings:
+    """The point's LoadGen settings from the profile's (``Profile.loadgen``)."""
+    try:
+        return serve.ScenarioSettings(
+            scenario=point.mode,
+            latency_bound_ms=loadgen["latency_bound_ms"],
+            target_qps=loadgen["target_qps"] or None,
+            min_duration_s=loadgen["min_duration_s"],
+            min_query_count=loadgen["min_query_count"] or EARLY_STOPPING_QUERIES[point.mode],
+            performance_sample_count=SAMPLES,
+        )
+    except serve.SettingsError as exc:
+        raise ServingError(f"{point.id}: {exc}") from None
+
+
+def split_cpus(cpus, streams: int) -> list[tuple[int, ...] | None]:
+    """Each stream's CPUs: consecutive equal shares of a bound point's, else unpinned."""
+    if not cpus:
+        return [None] * streams
+    share = max(1, len(cpus) // streams)
+    return [tuple(cpus[i * share : (i + 1) * share]) or tuple(cpus) for i in range(streams)]
+
+
+def measure(point: Point, protocol: dict, opened, about, binding, cpus, t_setup: float):
+    """Open ``point.streams`` sessions of ``opened`` (``runner.open_point``), warm each up,
+    run LoadGen (a server point: the rate search) with its logs under protocol["log_dir"]."""
+    model, variant, cfg, backend, _ = opened
+    settings = settings_for(point, protocol["loadgen"])
+    log_dir = Path(protocol["log_dir"])
+    inputs = [model.inputs(point.batch, seed=i) for i in range(SAMPLES)]
+    per_stream = point.threads // point.streams
+    with ExitStack() as stack:
+        sessions = [
+            stack.enter_context(
+                backend.prepare(
+                    variant.path,
+                    RunConfig(
+                        threads=per_stream,
+                        batch=point.batch,
+                        mode="throughput" if point.mode == "offline" else "latency",
+                        cpus=chunk,
+                        options=dict(cfg.options),
+                    ),
+                )
+            )
+            for chunk in split_cpus(cpus, point.streams)
+        ]
+        call_s = [_warm_up(s, inputs, protocol.get("warmup_calls", 3)) for s in sessions]
+        if point.mode in ("single_stream", "multi_stream"):
+            # LoadGen pre-generates min_duration / expected latency queries: a guess too high
+            # runs out of queries before min_duration and the run is INVALID for it; too low
+            # only pre-generates more, so guess half the warm-up's time
+            per_sample_ms = float(np.median(call_s)) * 1e3 / 2
+            per_query = settings.samples_per_query if point.mode == "multi_stream" else 1
+            settings = replace(settings, expected_latency_ms=per_sample_ms * per_query)
+        setup_s = time.perf_counter() - t_setup
+        workers = [_worker(s, inputs) for s in sessions]
+        before = calibration.probe()
+        with Sampler() as sampler:
+            runs, best, search = _run(point, settings, workers, log_dir, protocol["loadgen"])
+        speed = records.SpeedAround(before=before, after=calibration.probe())
+        settings_seen = dict(sessions[0].settings)
+    if search is not None and search.best is None:  # no rate to report: an error, logs kept
+        raise ServingError(f"{point.id}: no VALID server rate; {search.why_no_best}")
+    reported = runs[best] if best is not None else runs[-1]
+    latencies = [float(x) for x in reported.latencies_s if x > 0]
+    if not latencies:
+        raise ServingError(f"{point.id}: LoadGen completed no queries")
+    record = records.LoadGenRecord(
+        scenario=point.mode,
+        settings={**protocol["loadgen"], "performance_sample_count": SAMPLES},
+        workers=point.streams,
+        runs=[_run_record(r, log_dir) for r in runs],
+        best=best,
+        converged=None if search is None else search.converged,
+        bracket_qps=None if search is None else search.bracket,
+    )
+    headline = record.runs[runs.index(reported)].headline  # INVALID ones say so in the record
+    return records.Measurement(
+        interference=records.Interference(
+            contaminated=sampler.result.contaminated, retries=0, sessions=[sampler.result]
+        ),
+        calibration=records.Calibration(sessions=[speed]),
+        samples_s=latencies,
+        session_medians_s=[float(np.median(latencies))],
+        stats=summarize(latencies, items_per_call=point.batch),
+        protocol=records.RunProtocol(
+            window_s=sum(r.duration_s for r in runs), items=len(latencies)
+        ),
+        settings={**settings_seen, "threads_per_stream": per_stream},
+        binding=binding,
+        setup_s=setup_s,
+        model=about,
+        headline=headline,
+        loadgen=record,
+    )
+
+
+def _warm_up(session, inputs, calls: int) -> float:
+    """Warm ``session`` up (LoadGen's first queries must not pay for it); the median time
+    of its last calls, in seconds."""
+    times = []
+    for i in range(max(3, int(calls))):
+        t0 = time.perf_counter()
+        session.infer(inputs[i % SAMPLES])
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times[-3:]))
+
+
+def _worker(session, inputs):
+    def serve_samples(indices: list[int]) -> None:
+        for i in indices:
+            session.infer(inputs[i % SAMPLES])
+
+    return serve_samples
+
+
+def _run(point: Point, settings, workers, log_dir: Path, loadgen: dict):
+    """(runs, index of the reported VALID one or None, the search or None)."""
+    if point.mode == "server":
+        search = serve.search_server_rate(
+            settings,
+            workers,
+            SAMPLES,
+            log_dir,
+            max_steps=loadgen["search_steps"],
+            rel_precision=loadgen["search_precision"],
+        )
+        runs = list(search.steps)
+        best = None if search.best is None else runs.index(search.best)
+        return runs, best, search
+    if point.mode == "offline" and settings.target_qps is None:  # LoadGen sizes its query by it
+        settings = replace(settings, target_qps=serve.estimate_capacity_qps(workers, SAMPLES))
+    run = serve.run_scenario(settings, workers, SAMPLES, log_dir)
+    return [run], (0 if run.valid else None), None
+
+
+def _run_record(run, log_dir: Path) -> records.LoadGenRun:
+    """A ``serve.LoadGenRun`` as the result record keeps it (logs relative to the run)."""
+    h = run.headline
+    headline = h and records.Headline(
+        name=h.name, value=h.value, unit=h.unit, higher_is_better=h.higher_is_better,
+        gated=run.scenario in ("server", "offline"),
+    )  # fmt: skip
+    return records.LoadGenRun(
+        scenario=run.scenario,
+        target_qps=run.settings.target_qps,
+        valid=run.valid,
+        reasons=list(run.reasons),
+        fields=dict(run.fields),
+        headline=headline,
+        duration_s=run.duration_s,
+        log_dir=_relative(Path(run.summary_path).parent, log_dir),
+    )  # fmt: skip
+
+
+def _relative(path: Path, log_dir: Path) -> str:
+    """The log folder relative to the run directory (log_dir is <run>/loadgen/<point id>)."""
+    try:
+        return str(path.resolve().relative_to(log_dir.resolve().parent.parent))
+    except ValueError:
+        return str(path)

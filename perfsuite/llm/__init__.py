@@ -1,0 +1,43 @@
+"""LLM decode as a system under test, measured like llama-bench (pp/tg tokens/s, TTFT,
+TPOT), with a memory-bandwidth roofline and a logits-agreement accuracy check."""
+
+from perfsuite.llm.bench import (
+    DecodeRun,
+    LogitsAgreement,
+    Roofline,
+    accuracy,
+    parse_test,
+    roofline,
+    run_test,
+)
+from perfsuite.llm.decoder import MODELS, ContextTooLong, DecoderSpec, Unsupported
+from perfsuite.llm.variants import (
+    FRAMEWORKS,
+    PRECISIONS,
+    DecoderSession,
+    Variant,
+    open_session,
+    prepare,
+    why_not,
+)
+
+__all__ = [
+    "FRAMEWORKS",
+    "MODELS",
+    "PRECISIONS",
+    "ContextTooLong",
+    "DecodeRun",
+    "DecoderSession",
+    "DecoderSpec",
+    "LogitsAgreement",
+    "Roofline",
+    "Unsupported",
+    "Variant",
+    "accuracy",
+    "open_session",
+    "parse_test",
+    "prepare",
+    "roofline",
+    "run_test",
+    "why_not",
+]

@@ -1,0 +1,149 @@
+"""Scenarios and decode tests as a sweep dimension: planning, records and the gate's rate
+judgement (the LoadGen driver: test_loadgen.py; the decoder: test_llm.py; both end to end
+through the sweep: test_serving.py)."""
+
+import numpy as np
+import pytest
+
+from perfsuite import records
+from perfsuite.gate.judge import Remeasure, Side, confirm, judge
+from perfsuite.gate.statistics import GateConfig
+from perfsuite.host.topology import read_topology
+from perfsuite.sweep.plan import PlanError, expand, load_profiles, make_profile
+
+FP = {"fields": {}, "classes": {}, "hardware_class": "x"}
+
+
+def profile(**over):
+    raw = {**load_profiles()["smoke"], **over}
+    return make_profile("t", raw)
+
+
+def points(**over):
+    return expand(profile(**over), read_topology("/"), model_mb=lambda m: 10.0, bf16=True)
+
+
+def test_default_profile_gains_one_server_and_one_decode_point():
+    default = make_profile("default", load_profiles()["default"])
+    got = expand(default, read_topology("/"), model_mb=lambda m: 100.0, bf16=True)
+    modes = sorted(p.mode for p in got if p.mode != "latency")
+    assert modes == ["server", "tg128"]
+    assert all(p.mode == "latency" for p in got if p.model == "resnet50" and p.mode != "server")
+
+
+def test_scenarios_cross_models_of_their_family_only():
+    got = points(
+        models=["small_cnn", "llm_tiny"],
+        precisions=["fp32", "int8_static", "int4_sym_g32"],
+        mode=["latency", "server", "tg16"],
+        numa_nodes=["none"],
+    )
+    ids = {p.id for p in got}
+    assert "small_cnn-onnxruntime-int8_static-t1-unbound-b1-server" in ids
+    assert "llm_tiny-onnxruntime-int4_sym_g32-t1-unbound-b1-tg16" in ids
+    assert not any(p.model == "llm_tiny" and p.mode in ("latency", "server") for p in got)
+    assert not any(p.model == "small_cnn" and (p.mode == "tg16" or "int4" in p.precision)
+                   for p in got)  # fmt: skip
+    assert not any(p.model == "llm_tiny" and p.precision == "int8_static" for p in got)
+
+
+def test_streams_split_threads_of_server_and_offline_points_only():
+    got = points(
+        threads=["2", "3"], mode=["single_stream", "server", "offline"], streams=[1, 2],
+        numa_nodes=["none"], precisions=["fp32"],
+    )  # fmt: skip
+    by_id = {p.id: p for p in got}
+    assert by_id["small_cnn-onnxruntime-fp32-t2-unbound-b1-server-s2"].skip is None
+    assert "split evenly" in by_id["small_cnn-onnxruntime-fp32-t3-unbound-b1-offline-s2"].skip
+    assert not any(p.mode == "single_stream" and p.streams > 1 for p in got)
+
+
+def test_scenario_is_the_dimension_s_other_name():
+    raw = {k: v for k, v in load_profiles()["smoke"].items() if k != "mode"}
+    assert make_profile("t", {**raw, "scenario": ["offline"]}).mode == ("offline",)
+
+
+@pytest.mark.parametrize(
+    "over, words",
+    [
+        ({"server_target_qps": -5}, "server_target_qps = -5 must be queries/s >= 0"),
+        ({"server_target_qps": float("nan")}, "server_target_qps"),
+        ({"latency_bound_ms": {"resnet50": 0}}, "latency_bound_ms.resnet50 = 0"),
+        ({"latency_bound_ms": 15}, "latency_bound_ms must be a table"),
+        ({"loadgen_min_duration": 0}, "loadgen_min_duration = 0"),
+        ({"loadgen_min_queries": 0.5}, "loadgen_min_queries = 0.5"),
+        ({"loadgen_min_queries": -1}, "loadgen_min_queries = -1"),
+        ({"search_precision": 1.5}, "search_precision = 1.5"),
+        ({"streams": [0]}, "streams must be whole numbers"),
+        ({"mode": ["tg0"]}, "mode 'tg0'"),
+        ({"mode": ["server_x"]}, "mode 'server_x'"),
+        ({"models": ["llm_tiny"], "mode": ["pp700"]}, "pp700 on llm_tiny needs 700 tokens"),
+        ({"also": [{"min_time": 3}]}, "also[0] sets ['min_time']"),
+    ],
+)
+def test_bad_serving_settings_are_one_line(over, words):
+    with pytest.raises(PlanError) as info:
+        profile(**over)
+    assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_old_points_keep_their_ids_and_streams_show_in_new_ones():
+    old = {"model": "m", "framework": "f", "precision": "p", "threads": 2, "batch": 1,
+           "mode": "latency"}  # fmt: skip
+    assert records.Point.model_validate(old).id == "m-f-p-t2-unbound-b1"
+    served = records.Point.model_validate({**old, "mode": "server", "streams": 2})
+    assert served.id == "m-f-p-t2-unbound-b1-server-s2"
+    with pytest.raises(ValueError, match="does not match"):
+        records.Point.model_validate({**old, "mode": "server", "streams": 2,
+                                      "id": "m-f-p-t2-unbound-b1-server"})  # fmt: skip
+
+
+# -- the gate on a rate -----------------------------------------------------------------------
+
+
+def rate(value, gated=True):
+    return records.Headline(name="server rate", value=value, unit="queries/s",
+                            higher_is_better=True, gated=gated)  # fmt: skip
+
+
+def sides(base_rate, cur_rate, *, gated=True):
+    pid = "m-f-p-t2-unbound-b1-server"
+    lat = np.linspace(0.010, 0.012, 50)  # latencies at two different loads: not comparable
+    base = Side(FP, {pid: lat}, "baseline", headlines={pid: rate(base_rate, gated)})
+    cur = Side(FP, {pid: lat * 0.5}, "current", headlines={pid: rate(cur_rate, gated)})
+    return pid, base, cur
+
+
+@pytest.mark.parametrize(
+    "base_rate, cur_rate, verdict",
+    [(100, 66, "regressed"), (100, 88, "unchanged"), (100, 112, "unchanged"),
+     (100, 130, "improved")],
+)  # fmt: skip
+def test_a_rate_is_judged_on_its_own_against_the_rate_threshold(base_rate, cur_rate, verdict):
+    pid, base, cur = sides(base_rate, cur_rate)
+    (v,) = judge(base, cur, GateConfig()).verdicts
+    assert v.verdict == verdict, v.reason
+    assert v.change == pytest.approx(base_rate / cur_rate - 1)
+    assert "one value per run" in v.reason
+
+
+def test_a_point_threshold_wider_than_the_rate_threshold_wins():
+    pid, base, cur = sides(100, 66)
+    cfg = GateConfig(thresholds={"*-server": 0.6})
+    assert judge(base, cur, cfg).verdicts[0].verdict == "unchanged"
+
+
+def test_samples_decide_when_the_headline_is_not_gated():
+    pid, base, cur = sides(100, 50, gated=False)  # latencies halved: an improvement
+    assert judge(base, cur, GateConfig()).verdicts[0].verdict == "improved"
+
+
+def test_a_rate_regression_is_confirmed_only_if_the_re_measured_rate_repeats_it():
+    pid, base, cur = sides(100, 60)
+    comparison = judge(base, cur, GateConfig())
+    lat = np.full(5, 0.01)
+    kept = confirm(comparison, base, {pid: Remeasure(lat, headline=rate(62))}, GateConfig())
+    gone = confirm(comparison, base, {pid: Remeasure(lat, headline=rate(97))}, GateConfig())
+    assert kept.verdicts[0].confirmed is True and kept.verdicts[0].verdict == "regressed"
+    assert gone.verdicts[0].confirmed is False
+    assert kept.failing("regression") and not gone.failing("regression")
