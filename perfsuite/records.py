@@ -590,6 +590,17 @@ class Reference(_Record):
     gemm_efficiency_min: Fraction | None = None
     stability_max_cv: Fraction | None = None
     settings: dict[str, Any] = {}
+    # additive in reference/1: what `perfsuite qualify --inference` judges its serving and
+    # decode points by (absent: measured, not judged). The highest VALID LoadGen server rate
+    # (QPS) of server_point (None: of any server point), under a p99 bound of
+    # server_latency_bound_ms (None: not checked); the tokens/s of decode_point's tg test
+    # (None: of every tg point) and the least share of its memory-bandwidth roofline.
+    server_qps: Expected | None = None
+    server_point: str | None = None
+    server_latency_bound_ms: Positive | None = None
+    decode_tokens_per_s: Expected | None = None
+    decode_point: str | None = None
+    decode_roofline_min: Fraction | None = None
 
 
 class RunPoint(_Record):

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import multiprocessing
 import os
-import signal
 import sys
 import time
 from contextlib import nullcontext
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +23,7 @@ from perfsuite import records
 from perfsuite.dispersion import cv
 from perfsuite.execute import calibration, decoding, serving
 from perfsuite.execute.counters import PerfAttach
+from perfsuite.execute.faults import inject_fault, slowed
 from perfsuite.execute.interference import Sampler
 from perfsuite.execute.measure import Protocol, measure_latency, summarize, warm_up
 from perfsuite.host import numa
@@ -43,45 +41,6 @@ def place(numa_node: int | None) -> tuple[dict, tuple[int, ...] | None]:
         return numa.current_binding("none"), None
     p = pl.node(read_topology("/"), numa_node)
     return numa.bind(list(p.cpus), list(p.mem_nodes)), p.cpus
-
-
-# Fault injection, for testing isolation and the gate: crash | hang | raise (worker points
-# only), slow:<fraction>[@<glob of point ids>] (every timed call, of the matching points
-# only if a glob is given, takes that much longer: a known slowdown).
-FAULT_ENV = "PERFSUITE_FAULT"
-
-
-def slowed(call, point_id: str):
-    fault = os.environ.get(FAULT_ENV, "")
-    if not fault.startswith("slow:"):
-        return call
-    extra, _, glob = fault.removeprefix("slow:").partition("@")
-    if glob and not fnmatchcase(point_id, glob):
-        return call
-    extra = float(extra)
-
-    def slow_call():
-        t0 = time.perf_counter()
-        out = call()
-        end = time.perf_counter() + (time.perf_counter() - t0) * extra
-        while time.perf_counter() < end:  # busy-wait: sleep granularity is too coarse
-            pass
-        return out
-
-    return slow_call
-
-
-def _inject_fault() -> None:
-    """Only in worker processes: an in-process fault would take the whole run down."""
-    if multiprocessing.parent_process() is None:
-        return
-    fault = os.environ.get(FAULT_ENV, "")
-    if fault == "crash":
-        os.kill(os.getpid(), signal.SIGSEGV)
-    elif fault == "hang":
-        time.sleep(3600)
-    elif fault == "raise":
-        raise RuntimeError("injected failure")
 
 
 def runtime_extensions() -> list[tuple[str, str | None]]:
@@ -125,7 +84,7 @@ def run_point(point: Point | dict, protocol: dict) -> dict:
     point = Point.model_validate(point)
     t_setup = time.perf_counter()
     binding, cpus = place(point.numa_node)
-    _inject_fault()
+    inject_fault()
     return records.dump(measure_point(point, protocol, binding, cpus, t_setup))
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from perfsuite import records, serve
-from perfsuite.execute import calibration
+from perfsuite.execute import calibration, faults
 from perfsuite.execute.interference import Sampler
 from perfsuite.execute.measure import summarize
 from perfsuite.prepare.backends import RunConfig
@@ -58,6 +58,8 @@ def settings_for(point: Point, loadgen: dict) -> serve.ScenarioSettings:
             min_duration_s=loadgen["min_duration_s"],
             min_query_count=loadgen["min_query_count"] or EARLY_STOPPING_QUERIES[point.mode],
             performance_sample_count=SAMPLES,
+            # LoadGen stops issuing here even before min_duration: leave it room to finish
+            max_duration_s=2 * loadgen["min_duration_s"] + 60,
         )
     except serve.SettingsError as exc:
         raise ServingError(f"{point.id}: {exc}") from None
@@ -104,7 +106,8 @@ def measure(point: Point, protocol: dict, opened, about, binding, cpus, t_setup:
             per_query = settings.samples_per_query if point.mode == "multi_stream" else 1
             settings = replace(settings, expected_latency_ms=per_sample_ms * per_query)
         setup_s = time.perf_counter() - t_setup
-        workers = [_worker(s, inputs) for s in sessions]
+        delay = faults.query_delay_s(point.id)
+        workers = [_worker(s, inputs, delay) for s in sessions]
         before = calibration.probe()
         with Sampler() as sampler:
             runs, best, search = _run(point, settings, workers, log_dir, protocol["loadgen"])
@@ -157,10 +160,12 @@ def _warm_up(session, inputs, calls: int) -> float:
     return float(np.median(times[-3:]))
 
 
-def _worker(session, inputs):
+def _worker(session, inputs, delay_s: float = 0.0):
     def serve_samples(indices: list[int]) -> None:
         for i in indices:
             session.infer(inputs[i % SAMPLES])
+            if delay_s:
+                time.sleep(delay_s)
 
     return serve_samples
 

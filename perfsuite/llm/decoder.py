@@ -67,7 +67,7 @@ MODELS: dict[str, DecoderSpec] = {
     "llm_tiny": DecoderSpec(
         layers=2, hidden=128, heads=4, kv_heads=2, vocab=1024, max_context=640, ffn=256
     ),
-    # int4 weights streamed per token ~ 104M matmul params / 2 ~ 55 MB incl. scales: past a
+    # int4 weights streamed per token ~ 123M matmul params / 2 ~ 77 MB incl. scales: past a
     # 32 MiB L3, so tg is memory-bound as on a real LLM
     "llm_small": DecoderSpec(
         layers=8, hidden=1024, heads=16, kv_heads=4, vocab=32000, max_context=640, ffn=2816

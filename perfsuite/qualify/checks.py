@@ -231,6 +231,14 @@ def run_inference(
     (the run's executor, the gate against ``baselines``, the same reports as a pytest run,
     under ``out_dir/results``); return what the gate said. ``timeout``: seconds per point
     (default: the profile's)."""
+    return measure_inference(out_dir, baselines, profile, timeout)[0]
+
+
+def measure_inference(
+    out_dir: Path, baselines: Path, profile: str = "qualification", timeout: float | None = None
+) -> tuple[records.InferenceOutcome, list[records.Result]]:
+    """``run_inference``, and the sweep's results (what ``check_serving`` and
+    ``check_decode`` judge)."""
     prof = select_profile(load_profiles(), profile, {"timeout": timeout})  # None: profile's
     session = PerfSession(
         prof,
@@ -244,9 +252,10 @@ def run_inference(
             if not point.skip:
                 session.run(point)
         if not session.records:
-            return records.InferenceOutcome(
+            none = records.InferenceOutcome(
                 returncode=2, summary="no runnable point", run_dir=None, gate=None
             )
+            return none, []
         outcome = finish(session, FinishOptions(gate=GateConfig(), fail_on="regression"))
     finally:
         session.close()  # the run's executor (and any SparkSession) stops here
@@ -261,9 +270,10 @@ def run_inference(
         points=len(outcome.comparison.verdicts),
         failures=len(outcome.comparison.failing("regression")),
     )
-    return records.InferenceOutcome(
+    info = records.InferenceOutcome(
         returncode=1 if failed else 0, summary=summary, run_dir=str(session.run_dir), gate=gate
     )
+    return info, list(session.records)
 
 
 def check_inference(info: records.InferenceOutcome | None) -> list[Check]:
@@ -283,6 +293,126 @@ def check_inference(info: records.InferenceOutcome | None) -> list[Check]:
         measured, expected = f"{gate.failures} of {gate.points} points failing", "0 failing"
         detail = f"gate reports in {info.run_dir}"
     return [_check("inference", name, status, measured, expected, detail)]
+
+
+NOT_RUN = "not run (perfsuite qualify --inference runs it)"
+NO_REFERENCE = "no reference for this check: " + NEEDS_REFERENCE
+NO_VALID_RATE = "no VALID server rate"
+
+
+def _error_line(r: records.Result) -> str:
+    """A point's error without its id in front (``<point id>: why``)."""
+    text = r.error or "error"
+    return text[len(r.id) + 2 :] if text.startswith(f"{r.id}: ") else text
+
+
+def check_serving(
+    results: list[records.Result] | None, ref: records.Reference | None
+) -> list[Check]:
+    """The highest VALID MLPerf LoadGen server rate (QPS) of the sweep's server points
+    against the reference's ``server_qps``; a search that found no VALID rate FAILs."""
+    name = "LoadGen server QPS (highest VALID)"
+    if results is None:
+        return [_check("serving", name, "SKIP", detail=NOT_RUN)]
+    want = ref.server_point if ref else None
+    points = [r for r in results if r.point.mode == "server" and want in (None, r.id)]
+    if not points:
+        detail = f"the sweep has no server point{f' {want}' if want else ''}"
+        return [_check("serving", name, "SKIP", detail=detail)]
+    rated = [r for r in points if r.ok and r.headline and r.loadgen and r.loadgen.best is not None]
+    spec = ref.server_qps if ref else None
+    expected = spec.expected if spec else None
+    if not rated:
+        failed = next((r for r in points if NO_VALID_RATE in (r.error or "")), points[0])
+        why = _error_line(failed) if not failed.ok else f"{NO_VALID_RATE} in the search"
+        return [_check("serving", name, "FAIL", None, expected, f"{failed.id}: {why}")]
+    best = max(rated, key=lambda r: r.headline.value)
+    qps = best.headline.value
+    bound = best.loadgen.settings.get("latency_bound_ms")
+    at = f"{best.id}, p99 bound {bound} ms"
+    if spec is None:
+        status, detail = "WARN", f"{at}; {NO_REFERENCE}"
+    elif ref.server_latency_bound_ms is not None and bound != ref.server_latency_bound_ms:
+        status = "WARN"
+        detail = (
+            f"{at}, but the reference's rate is for a {ref.server_latency_bound_ms} ms bound: "
+            "not comparable"
+        )
+    else:
+        status, detail = _graded(qps, spec), f"{at}; {qps / spec.expected:.0%} of the reference"
+    return [_check("serving", name, status, round(qps, 2), expected, detail)]
+
+
+def check_decode(
+    results: list[records.Result] | None, ref: records.Reference | None
+) -> list[Check]:
+    """Each LLM tg point: its tokens/s against the reference's ``decode_tokens_per_s``, and
+    the share of its own memory-bandwidth roofline against ``decode_roofline_min`` (weights
+    that fit the L3 are not bound by it, so the floor does not apply to them)."""
+    if results is None:
+        return [_check("decode", "LLM tg tokens/s", "SKIP", detail=NOT_RUN)]
+    want = ref.decode_point if ref else None
+    points = [
+        r
+        for r in results
+        if (m := records.DECODE_TEST.match(r.point.mode)) and m[1] == "tg" and want in (None, r.id)
+    ]
+    if not points:
+        detail = f"the sweep has no tg point{f' {want}' if want else ''}"
+        return [_check("decode", "LLM tg tokens/s", "SKIP", detail=detail)]
+    spec = ref.decode_tokens_per_s if ref else None
+    floor = ref.decode_roofline_min if ref else None
+    out = []
+    for r in points:
+        test = r.point.mode
+        name = f"{test} tokens/s ({r.point.model} {r.point.precision})"
+        d = r.decode
+        if not r.ok or d is None:
+            why = _error_line(r) if not r.ok else "the record has no decode measurement"
+            expected = spec.expected if spec else None
+            out.append(_check("decode", name, "FAIL", None, expected, f"{r.id}: {why}"))
+            continue
+        if spec is None:
+            status, detail = "WARN", f"{r.id}; {NO_REFERENCE}"
+        else:
+            ratio = d.tokens_per_s / spec.expected
+            status, detail = _graded(d.tokens_per_s, spec), f"{r.id}; {ratio:.0%} of the reference"
+        expected = spec.expected if spec else None
+        out.append(_check("decode", name, status, round(d.tokens_per_s, 2), expected, detail))
+        out.append(_roofline_check(test, d, floor))
+    return out
+
+
+def _roofline_check(test: str, d: records.DecodeRecord, floor: float | None) -> Check:
+    name = f"{test} share of its memory-bandwidth roofline"
+    fraction = d.roofline_fraction
+    measured = None if fraction is None else round(fraction, 3)
+    expected = None if floor is None else f">= {floor}"
+    if d.cache_resident:
+        detail = (
+            f"{test}'s weights ({d.weight_bytes_per_token / 1e6:.0f} MB per token) fit the L3: "
+            "memory bandwidth does not bound it, so the roofline floor does not apply"
+        )
+        return _check("decode", name, "SKIP", measured, expected, detail)
+    if fraction is None or not d.triad_gbs:
+        detail = "no roofline in the record (no triad measured with it)"
+        return _check("decode", name, "WARN" if floor else "SKIP", measured, expected, detail)
+    ceiling = f"{d.roofline_tokens_per_s:.1f}" if d.roofline_tokens_per_s else "?"
+    basis = (
+        f"{d.triad_gbs:.1f} GB/s triad / {d.weight_bytes_per_token / 1e6:.0f} MB of weights "
+        f"per token = {ceiling} tokens/s"
+    )
+    if floor is None:
+        detail = f"{fraction:.0%} of {basis}; {NO_REFERENCE}"
+        return _check("decode", name, "WARN", measured, expected, detail)
+    if fraction < floor:
+        detail = (
+            f"{test} reaches {fraction:.0%} of its memory-bandwidth roofline ({basis}), below "
+            f"the reference's floor of {floor:.0%}: memory or thread placement is wrong"
+        )
+        return _check("decode", name, "FAIL", measured, expected, detail)
+    detail = f"{fraction:.0%} of {basis}"
+    return _check("decode", name, "PASS", measured, expected, detail)
 
 
 def check_topology_sanity(fields: dict) -> list[Check]:
@@ -319,9 +449,13 @@ def check_topology_sanity(fields: dict) -> list[Check]:
 
 
 def evaluate(
-    fields: dict, m: records.HostMeasurements, ref: records.Reference | None
+    fields: dict,
+    m: records.HostMeasurements,
+    ref: records.Reference | None,
+    results: list[records.Result] | None = None,
 ) -> list[Check]:
-    """Every check; with ``ref`` None, what needs a reference is WARN and the rest is judged."""
+    """Every check; with ``ref`` None, what needs a reference is WARN and the rest is judged.
+    ``results``: the inference sweep's (``measure_inference``), None when it did not run."""
     check_sku(fields, ref)
     checks = check_topology_sanity(fields) if ref is None else check_topology(fields, ref)
     checks += check_bandwidth(m.bandwidth_gbs, ref, quick=m.quick)
@@ -329,6 +463,8 @@ def evaluate(
     checks += check_stability(m.fma_repeats, ref)
     checks += check_settings(fields, ref)
     checks += check_inference(m.inference)
+    checks += check_serving(results, ref)
+    checks += check_decode(results, ref)
     return checks
 
 

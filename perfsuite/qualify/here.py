@@ -28,10 +28,11 @@ def qualify_here(
     qualify.check_sku(fp.fields, reference)
     topo = read_topology("/")
     runs = [qualify.measure(topo, quick=quick) for _ in range(repeats)]
-    m = runs[0]
+    m, results = runs[0], None
     if inference:
-        m = m.model_copy(update={"inference": qualify.run_inference(*inference)})
-    checks = qualify.evaluate(fp.fields, m, reference)
+        info, results = qualify.measure_inference(*inference)
+        m = m.model_copy(update={"inference": info})
+    checks = qualify.evaluate(fp.fields, m, reference, results)
     report = records.QualificationReport(
         schema=records.QUALIFICATION,
         verdict=qualify.verdict(checks),

@@ -169,7 +169,9 @@ def load_profiles(pyproject: Path | None = None, user_file: Path | None = None) 
         for name, values in layer.items():
             if not isinstance(values, dict):
                 raise PlanError(f"{source}: profile {name!r} must be a table")
-            base = profiles.setdefault(name, dict(profiles.get("default", {})))
+            # a new profile starts from default's keys, not from its extra points
+            default = {k: v for k, v in profiles.get("default", {}).items() if k != "also"}
+            base = profiles.setdefault(name, default)
             base.update(values)
     return profiles
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from perfsuite.records import Point, Result
+from perfsuite.records import Point, Result, mode_kind
 
 # The tuning article's claim, checked per host class, never assumed.
 ARTICLE_INT8_CLAIM = (3.8, 5.2)
@@ -70,7 +70,68 @@ def run_label(point: Point) -> str:
     spark = point.spark
     if spark:
         return f"spark {spark.pattern} {spark.slots}x{spark.cpus_per_task} b{point.batch}"
-    return f"b{point.batch}" + (" throughput" if point.mode == "throughput" else "")
+    label = f"b{point.batch}" + ("" if point.mode == "latency" else f" {point.mode}")
+    return label + (f" s{point.streams}" if point.streams > 1 else "")
+
+
+def _p99_ms(fields: dict) -> float | None:
+    """LoadGen's p99 latency, in ms, from its summary fields (their labels vary by section)."""
+    for key, value in fields.items():
+        if key.startswith("99.0") and "percentile latency (ns)" in key:
+            return float(value) / 1e6
+    return None
+
+
+def serving_lines(ok: list[Result]) -> list[str]:
+    """Each LoadGen point's headline and verdict; a server point's search."""
+    lines = []
+    for r in sorted((r for r in ok if r.loadgen), key=lambda r: r.id):
+        lg, h = r.loadgen, r.headline
+        run = lg.runs[lg.best] if lg.best is not None else lg.runs[-1]
+        text = f"{r.id}: {h.name} {h.value:.4g} {h.unit}, {'VALID' if run.valid else 'INVALID'}"
+        if not run.valid and run.reasons:
+            text += f" ({run.reasons[0].lstrip('* ')})"
+        if lg.scenario == "server":
+            p99, bound = _p99_ms(run.fields), lg.settings.get("latency_bound_ms")
+            lo, hi = lg.bracket_qps or (None, None)
+            text += (
+                (f"; p99 {p99:.1f} ms" if p99 is not None else "")
+                + f" (bound {bound:g} ms); {len(lg.runs)} LoadGen runs, VALID up to "
+                + (f"{lo:.4g}" if lo else "-")
+                + (f", INVALID from {hi:.4g} queries/s" if hi else " queries/s")
+                + ("" if lg.converged else "; not converged (search_steps ran out)")
+            )
+        lines.append(text)
+    return lines
+
+
+def decode_lines(ok: list[Result]) -> list[str]:
+    """Each decode point against its memory-bandwidth roofline, then the weight-only/fp32
+    tokens/s ratios measured in this run."""
+    lines, speed = [], {}
+    for r in sorted((r for r in ok if r.decode), key=lambda r: r.id):
+        d, p = r.decode, r.point
+        speed[(p.model, p.framework, p.precision, p.threads, p.mode)] = d.tokens_per_s
+        text = f"{r.id}: {d.tokens_per_s:.1f} tokens/s"
+        if d.ttft_s and d.tpot_s:
+            text += f" (TTFT {d.ttft_s * 1e3:.1f} ms, TPOT {d.tpot_s * 1e3:.2f} ms)"
+        if d.roofline_tokens_per_s:
+            text += (
+                f" = {d.roofline_fraction:.0%} of the roofline {d.roofline_tokens_per_s:.1f} "
+                f"tokens/s ({d.triad_gbs:.1f} GB/s triad / "
+                f"{d.weight_bytes_per_token / 1e6:.1f} MB of weights per token)"
+            )
+        if d.cache_resident:
+            text += "; weights fit the L3: cache-resident, the roofline does not bind"
+        lines.append(text)
+    ratios = [
+        f"{m} {fw} {prec} t{t} {test}: {tps / speed[(m, fw, 'fp32', t, test)]:.2f}x"
+        for (m, fw, prec, t, test), tps in sorted(speed.items())
+        if prec != "fp32" and (m, fw, "fp32", t, test) in speed
+    ]
+    if ratios:
+        lines.append("weight-only/FP32 tokens/s: " + "; ".join(ratios))
+    return lines
 
 
 def spark_lines(write: Callable[[str], None], ok: list[Result]) -> None:
@@ -156,7 +217,10 @@ def sweep_table(
     for line in speed_lines(ok):
         write(line)
     spark_lines(write, ok)
-    by_key = {table_key(r.point): r.stats.throughput_ips for r in ok if not r.point.spark}
+    for line in serving_lines(ok) + decode_lines(ok):
+        write(line)
+    windows = [r for r in ok if not r.point.spark and mode_kind(r.point.mode) == "window"]
+    by_key = {table_key(r.point): r.stats.throughput_ips for r in windows}
     ratios: dict[str, list[str]] = {"INT8": [], "BF16": []}
     for (m, fw, prec, t, n, b, mode), ips in sorted(by_key.items(), key=str):
         fp32 = by_key.get((m, fw, "fp32", t, n, b, mode))

@@ -1,0 +1,118 @@
+"""LoadGen scenarios and LLM decode points through the sweep plugin (pytester): what the
+records, logs and reports hold, and the gate on a slowed SUT. The smoke versions of the
+serving and llm profiles: a tiny CNN, a tiny decoder, LoadGen runs of about a second."""
+
+import json
+
+import pytest
+
+pytest_plugins = ["pytester"]
+pytest.importorskip("onnxruntime")
+pytest.importorskip("mlperf_loadgen", reason="mlcommons-loadgen is not installed")
+# pytester's in-process runs drop modules first imported inside them, and a second copy of a
+# C extension aborts the interpreter: import what the runs import (test_plugin.py) out here.
+import onnx  # noqa: E402,F401
+import onnxruntime.quantization  # noqa: E402,F401
+import onnxruntime.quantization.matmul_nbits_quantizer  # noqa: E402,F401 - the LLM accuracy gate
+import psycopg  # noqa: E402,F401
+import sqlalchemy.dialects.postgresql  # noqa: E402,F401
+
+import perfsuite.store.database  # noqa: E402,F401
+import perfsuite.sweep.finish  # noqa: E402,F401
+
+if __import__("importlib.util").util.find_spec("openvino") is not None:
+    import openvino  # noqa: E402,F401
+
+SWEEP = """
+def test_sweep(perf_point, perf_run):
+    result = perf_run(perf_point)
+    assert result.stats.throughput_ips > 0
+"""
+PROFILE = """
+[tiny]
+models = ["small_cnn", "llm_tiny"]
+frameworks = ["onnxruntime"]
+precisions = ["fp32", "int4_sym_g32"]
+threads = ["1"]
+numa_nodes = ["none"]
+batch = [1]
+mode = {modes}
+latency_bound_ms = {{small_cnn = 15}}
+loadgen_min_duration = 1.0
+search_steps = 3
+search_precision = 0.2
+min_time = 0.3
+min_samples = 5
+warmup_time = 0.05
+warmup_calls = 3
+timeout = 300
+kernels = false
+sessions = 1
+"""
+
+
+def _sweep(pytester, modes):
+    pytester.makepyfile(test_demo_sweep=SWEEP)
+    pytester.makefile(".toml", profiles=PROFILE.format(modes=json.dumps(modes)))
+    return ["--perf-config=profiles.toml", "--perf-profile", "tiny", "-p", "no:cacheprovider"]
+
+
+def _records(out):
+    return {p.stem: json.loads(p.read_text()) for p in out.glob("*/points/*.json")}
+
+
+def test_every_scenario_and_decode_test_runs_through_the_sweep(pytester, tmp_path):
+    modes = ["single_stream", "multi_stream", "server", "offline", "pp32", "tg16"]
+    out = tmp_path / "runs"
+    r = pytester.runpytest(*_sweep(pytester, modes), f"--perf-out={out}")
+    r.assert_outcomes(passed=8)  # 4 scenarios of small_cnn fp32, 2 tests of llm_tiny x 2
+    got = _records(out)
+    (run_dir,) = out.iterdir()
+    for scenario in modes[:4]:
+        rec = got[f"small_cnn-onnxruntime-fp32-t1-unbound-b1-{scenario}"]
+        lg = rec["loadgen"]
+        assert rec["status"] == "ok" and lg["scenario"] == scenario and lg["workers"] == 1
+        best = lg["runs"][lg["best"]]
+        assert best["valid"] and rec["headline"] == best["headline"]
+        assert rec["headline"]["gated"] == (scenario in ("server", "offline"))
+        assert len(rec["samples_s"]) == rec["stats"]["n"] > 0
+        for run in lg["runs"]:  # LoadGen's own logs, beside the run
+            assert (run_dir / run["log_dir"] / "mlperf_log_summary.txt").is_file()
+            assert (run_dir / run["log_dir"] / "mlperf_log_detail.txt").is_file()
+            assert (run["valid"] and not run["reasons"]) or (not run["valid"] and run["reasons"])
+    server = got["small_cnn-onnxruntime-fp32-t1-unbound-b1-server"]["loadgen"]
+    assert len(server["runs"]) >= 2 and server["bracket_qps"][0] is not None
+    assert server["runs"][server["best"]]["target_qps"] == server["bracket_qps"][0]
+    for test in ("pp32", "tg16"):
+        rec = got[f"llm_tiny-onnxruntime-int4_sym_g32-t1-unbound-b1-{test}"]
+        d = rec["decode"]
+        assert d["tokens_per_s"] == rec["headline"]["value"] and d["triad_gbs"] > 0
+        assert d["roofline_tokens_per_s"] == pytest.approx(
+            d["triad_gbs"] * 1e9 / d["weight_bytes_per_token"]
+        )
+        assert d["cache_resident"] is True  # a tiny decoder's weights fit any L3
+        assert rec["accuracy"]["metric"] == "logits_cosine" and rec["accuracy"]["passed"]
+    tg = got["llm_tiny-onnxruntime-int4_sym_g32-t1-unbound-b1-tg16"]["decode"]
+    assert tg["ttft_s"] > tg["tpot_s"] > 0
+    text = r.stdout.str()
+    assert "-server: Scheduled samples per second" in text and "VALID up to" in text
+    assert "of the roofline" in text and "cache-resident" in text
+    assert "weight-only/FP32 tokens/s: llm_tiny onnxruntime int4_sym_g32 t1 pp32" in text
+    assert "INT8/FP32" not in text  # no ratios of LoadGen rates or of tokens/s under that name
+
+
+def test_a_slowed_sut_lowers_the_server_rate_and_the_gate_flags_it(pytester, monkeypatch):
+    """Each served query sleeps 2 ms more (``PERFSUITE_FAULT=sleep:2``): the tiny CNN's
+    ~0.1 ms calls can then sustain at most ~500 queries/s instead of thousands."""
+    args = _sweep(pytester, ["server"])
+    args += ["--perf-models", "small_cnn", "--perf-precisions", "fp32", "--perf-baseline=b"]
+    r = pytester.runpytest(*args, "--perf-save-baseline")
+    assert r.ret == 0 and "baseline saved" in r.stdout.str()
+    base = json.loads(next((pytester.path / "b").rglob("*.json")).read_text())
+    (entry,) = base["entries"].values()
+    assert entry["headline"]["gated"] and entry["headline"]["higher_is_better"]
+    monkeypatch.setenv("PERFSUITE_FAULT", "sleep:2")
+    r = pytester.runpytest(*args, "--perf-fail-on", "regression")
+    out = r.stdout.str()
+    assert r.ret == 1 and "GATE FAILED" in out and "server" in out
+    assert "(confirmed re-measured" in out and "rate threshold" in out
