@@ -61,12 +61,30 @@ class HistoryGate:
 
 
 def _side(fp: records.Fingerprint, runs: dict[str, list[SeriesPoint]], source: str) -> Side:
+    heads = {k: h for k, v in runs.items() if (h := _headline(v)) is not None}
     return Side(
         fp,
         {k: np.asarray([s for p in v for s in p.samples_s], float) for k, v in runs.items()},
         source,
         runs={k: [float(np.median(p.samples_s)) for p in v] for k, v in runs.items()},
+        headlines=heads,
     )
+
+
+def _headline(points: list[SeriesPoint]) -> records.Headline | None:
+    """The runs' headline: the newest one's, with the median value of the runs that have the
+    same headline (name and unit); None when the newest run has none. A gated one (a server or
+    offline rate) is what the gate then judges, not the samples (latencies at other loads)."""
+    newest = points[-1].headline if points else None
+    if newest is None:
+        return None
+    values = [
+        p.headline.value
+        for p in points
+        if p.headline is not None
+        and (p.headline.name, p.headline.unit) == (newest.name, newest.unit)
+    ]
+    return newest.model_copy(update={"value": float(np.median(values))})
 
 
 def gate_history(
@@ -170,6 +188,8 @@ def _recent_steps(gate: HistoryGate, store, series, cfg: GateConfig, recent: int
         points = [
             p for p in series[(c.benchmark, c.hardware_class)] if p.started_at <= run.started_at
         ]
+        if points and points[-1].headline is not None and points[-1].headline.gated:
+            continue  # judged on its rate: its latencies were measured at other loads
         ids = [p.run_id for p in points]
         if c.run_id not in ids or len(ids) - ids.index(c.run_id) > recent:
             continue

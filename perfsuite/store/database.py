@@ -111,6 +111,7 @@ class SeriesPoint:
     high: float
     commit: str | None = None
     samples_s: tuple[float, ...] = ()  # thinned, as stored
+    headline: records.Headline | None = None  # the run's gated rate (server/offline points)
 
 
 @dataclass(frozen=True)
@@ -332,6 +333,7 @@ class HistoryStore:
             records.Result(
                 id=pid, point=e.point, hardware_class=base.hardware_class, software=e.software,
                 timestamp=1.0, status="ok", samples_s=e.samples_s, stats=e.stats,
+                headline=e.headline,
             )
             for pid, e in base.entries.items()
         ]  # fmt: skip
@@ -520,6 +522,7 @@ class HistoryStore:
                 hardware_class=run.hardware_class, software=run.software, error=r.error,
                 timestamp=run.started_at.timestamp(), samples_s=list(r.samples_s), source=source,
                 stats=records.Stats.model_validate(r.stats) if r.stats else None,
+                headline=_headline(r.headline),
             )
             for r in rows
         ]  # fmt: skip
@@ -612,6 +615,7 @@ class HistoryStore:
                 value,
                 res.samples_s,
                 r.commit,
+                res.headline,
             )
             .join(t.results, res.benchmark_id == b.id)
             .join(t.runs, r.id == res.run_id)
@@ -624,9 +628,12 @@ class HistoryStore:
             q = q.where(h.hardware_class == hardware_class)
         out: dict[tuple[str, str], list[SeriesPoint]] = {}
         with self.engine.connect() as conn:
-            for name, hw, run_id, key, at, v, samples, sha in conn.execute(q):
+            for name, hw, run_id, key, at, v, samples, sha, headline in conn.execute(q):
                 low, high = _band(samples, v, metric)
-                point = SeriesPoint(run_id, key, _utc(at), float(v), low, high, sha, tuple(samples))
+                point = SeriesPoint(
+                    run_id, key, _utc(at), float(v), low, high, sha, tuple(samples),
+                    _headline(headline),
+                )  # fmt: skip
                 out.setdefault((name, hw), []).append(point)
         return out
 
@@ -763,7 +770,13 @@ def _result_row(run_id: int, benchmark_id: int, r: records.Result) -> dict:
         "interference": r.interference and records.dump(r.interference),
         "contaminated": bool(r.interference and r.interference.contaminated),
         "error": r.error,
+        "headline": r.headline and records.dump(r.headline),
     }
+
+
+def _headline(stored: dict | None) -> records.Headline | None:
+    """A result's stored headline; None for records without one (and rows from before 0004)."""
+    return records.Headline.model_validate(stored) if stored else None
 
 
 def _band(samples: list[float] | None, value: float, metric: str) -> tuple[float, float]:

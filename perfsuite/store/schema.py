@@ -81,6 +81,7 @@ results = sa.Table(
     sa.Column("interference", sa.JSON),
     sa.Column("contaminated", sa.Boolean, nullable=False, default=False),
     sa.Column("error", sa.Text),
+    sa.Column("headline", sa.JSON),  # revision 0004: a scenario point's gated rate, or None
     sa.UniqueConstraint("run_id", "benchmark_id", name="uq_results_run_benchmark"),
 )
 
