@@ -473,6 +473,7 @@ class BaselineEntry(_Record):
     recorded: str
     runs: list[Positive] = []  # medians of the runs (fresh sessions) it holds
     headline: Headline | None = None  # additive in baseline/2: scenario and decode points
+    headline_runs: list[Positive] = []  # additive: the headline's value in each run it holds
 
 
 class HistoryItem(_Record):

@@ -123,7 +123,7 @@ def test_the_history_gate_judges_a_server_point_on_its_rate(store_url):
     server = verdicts[SERVER]
     assert server.verdict == "regressed", server
     assert server.change == pytest.approx(100 / 60 - 1)  # the rate's, not the samples' -50%
-    assert "server rate 100 -> 60 queries/s" in server.reason
+    assert "server rate 100 (4 baseline runs, 100-100) -> 60 queries/s" in server.reason
     assert verdicts[PLAIN].verdict == "regressed" and 0.2 < verdicts[PLAIN].change < 0.3
     assert "rate threshold" not in verdicts[PLAIN].reason
     assert verdicts[STEADY].verdict == "unchanged", verdicts[STEADY]

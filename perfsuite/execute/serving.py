@@ -104,7 +104,14 @@ def measure(point: Point, protocol: dict, opened, about, binding, cpus, t_setup:
             # only pre-generates more, so guess half the warm-up's time
             per_sample_ms = float(np.median(call_s)) * 1e3 / 2
             per_query = settings.samples_per_query if point.mode == "multi_stream" else 1
-            settings = replace(settings, expected_latency_ms=per_sample_ms * per_query)
+            expected_ms = per_sample_ms * per_query
+            # and it stops issuing at max_duration: room for twice the queries' expected time
+            needed_s = 4 * settings.min_query_count * expected_ms / 1e3
+            settings = replace(
+                settings,
+                expected_latency_ms=expected_ms,
+                max_duration_s=max(settings.max_duration_s, needed_s),
+            )
         setup_s = time.perf_counter() - t_setup
         delay = faults.query_delay_s(point.id)
         workers = [_worker(s, inputs, delay) for s in sessions]
@@ -178,6 +185,9 @@ def _run(point: Point, settings, workers, log_dir: Path, loadgen: dict):
             workers,
             SAMPLES,
             log_dir,
+            # below this rate a run cannot issue its minimum queries before max_duration: it
+            # would be INVALID for that, not for its latency
+            lo_qps=settings.min_query_count / (0.9 * settings.max_duration_s),
             max_steps=loadgen["search_steps"],
             rel_precision=loadgen["search_precision"],
         )

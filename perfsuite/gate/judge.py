@@ -63,6 +63,7 @@ class Side:
     runs: Mapping[str, list[float]] = field(default_factory=dict)  # baseline: run medians
     contaminated: Mapping[str, str] = field(default_factory=dict)  # id -> what disturbed it
     headlines: Mapping[str, records.Headline] = field(default_factory=dict)
+    headline_runs: Mapping[str, list[float]] = field(default_factory=dict)  # baseline: per run
 
     def __post_init__(self):
         fp = records.Fingerprint.model_validate(self.fingerprint)
@@ -92,6 +93,7 @@ class Side:
             stats={k: e.stats for k, e in entries.items()},
             runs={k: list(e.runs) for k, e in entries.items()},
             headlines={k: e.headline for k, e in entries.items() if e.headline is not None},
+            headline_runs={k: list(e.headline_runs) for k, e in entries.items()},
         )
 
 
@@ -355,7 +357,8 @@ def judge(
     out = []
     for i in ids:
         if i in by_rate:
-            v = judge_headline(i, base.headlines[i], cur.headlines[i], cfg)
+            runs = base.headline_runs.get(i, [])
+            v = judge_headline(i, base.headlines[i], cur.headlines[i], cfg, runs)
             out.append(CONTAMINATION(None, v, cur.contaminated.get(i)))
             continue
         if i in cur.errors:
@@ -380,22 +383,40 @@ def _rate_judged(base: Side, cur: Side, i: str) -> bool:
 
 
 def judge_headline(
-    i: str, base: records.Headline, cur: records.Headline, cfg: GateConfig
+    i: str,
+    base: records.Headline,
+    cur: records.Headline,
+    cfg: GateConfig,
+    runs: Sequence[float] = (),
 ) -> Verdict:
     """A headline that is one number per run, against ``cfg.rate_threshold`` (or the point's
-    threshold when that is wider). ``change`` is the slowdown, as for sampled points: +25%
-    means the rate fell to 1/1.25 of the baseline's."""
+    threshold when that is wider) from the median of the baseline's runs, and, with two runs
+    or more, outside their range: a server search's rate moves far between runs of the same
+    code (docs/measurements/2026-12-07-zen4-serving-decode.md). ``change`` is the slowdown,
+    as for sampled points: +25% means the rate fell to 1/1.25 of the baseline's."""
     if base.name != cur.name or base.unit != cur.unit:
         why = f"headline changed: {base.name} ({base.unit}) -> {cur.name} ({cur.unit})"
         return Verdict(id=i, verdict="incomparable", reason=why)
-    worse = base.value / cur.value if cur.higher_is_better else cur.value / base.value
+    runs = [float(r) for r in runs] or [base.value]
+    ref = float(np.median(runs))
+    worse = ref / cur.value if cur.higher_is_better else cur.value / ref
     t = max(cfg.rate_threshold, cfg.threshold_for(i))
-    verdict = "regressed" if worse - 1 >= t else "improved" if 1 / worse - 1 >= t else "unchanged"
-    moved = cur.value / base.value - 1
+    below, above = cur.value < min(runs), cur.value > max(runs)
+    slower, faster = (below, above) if cur.higher_is_better else (above, below)
+    verdict = (
+        "regressed" if worse - 1 >= t and slower
+        else "improved" if 1 / worse - 1 >= t and faster
+        else "unchanged"
+    )  # fmt: skip
+    spread = (
+        f" ({len(runs)} baseline runs, {min(runs):.4g}-{max(runs):.4g})" if len(runs) > 1 else ""
+    )
     reason = (
-        f"{cur.name} {base.value:.4g} -> {cur.value:.4g} {cur.unit} ({moved:+.1%}); "
+        f"{cur.name} {ref:.4g}{spread} -> {cur.value:.4g} {cur.unit} ({cur.value / ref - 1:+.1%}); "
         f"one value per run, judged against the {t:.0%} rate threshold"
     )
+    if len(runs) > 1 and verdict == "unchanged" and worse - 1 >= t:
+        reason += " but inside the baseline runs' range"
     return Verdict(id=i, verdict=verdict, change=worse - 1, reason=reason)
 
 
@@ -482,7 +503,8 @@ def confirm(
                 out.append(_set(v, verdict="unstable", confirmed=None, reason=reason))
                 continue
         if v.id in base.headlines and again.headline is not None and again.headline.gated:
-            re = judge_headline(v.id, base.headlines[v.id], again.headline, cfg)
+            runs = base.headline_runs.get(v.id, [])
+            re = judge_headline(v.id, base.headlines[v.id], again.headline, cfg, runs)
             v = _set(v, confirmed=re.verdict == "regressed")
             out.append(_reason(v, f"re-measured {re.change:+.1%}", first=True))
             continue

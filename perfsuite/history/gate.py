@@ -68,6 +68,11 @@ def _side(fp: records.Fingerprint, runs: dict[str, list[SeriesPoint]], source: s
         source,
         runs={k: [float(np.median(p.samples_s)) for p in v] for k, v in runs.items()},
         headlines=heads,
+        headline_runs={
+            k: [p.headline.value for p in v if p.headline is not None and p.headline.name == h.name]
+            for k, v in runs.items()
+            if (h := heads.get(k)) is not None
+        },
     )
 
 

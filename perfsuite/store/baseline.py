@@ -79,6 +79,7 @@ def entry(result: records.Result) -> records.BaselineEntry:
         # each fresh session is a run: its median carries the run-to-run spread to the gate
         runs=[float(m) for m in result.session_medians_s] or [float(np.median(result.samples_s))],
         headline=result.headline,
+        headline_runs=[result.headline.value] if result.headline else [],
     )
 
 
@@ -150,7 +151,8 @@ def merged(
         if add_run and stored is not None and not update:
             runs = (list(stored.runs) + list(new.runs))[-MAX_RUNS:]
             kept = _more_typical(stored, new, float(np.median(runs)))
-            new = kept.model_copy(update={"runs": runs})
+            heads = (list(stored.headline_runs) + list(new.headline_runs))[-MAX_RUNS:]
+            new = kept.model_copy(update={"runs": runs, "headline_runs": heads})
         entries[r.id] = new
     history = list(old.history) if old else []
     action = (
