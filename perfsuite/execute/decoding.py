@@ -48,8 +48,10 @@ def measure(point: Point, protocol: dict, binding, cpus, t_setup: float) -> reco
             run = llm.run_test(session, point.mode, min_time=protocol.get("min_time", 1.0))
         speed = records.SpeedAround(before=before, after=calibration.probe())
         settings = dict(session.settings)
-    bandwidth = triad_gbs(point.threads)
-    roof = llm.roofline(variant.weight_bytes_per_token, bandwidth, l3_bytes() or 0)
+    # a prompt's tokens share one pass over the weights: only generation has this roofline
+    generating = point.mode.startswith("tg")
+    bandwidth = triad_gbs(point.threads) if generating else None
+    roof = bandwidth and llm.roofline(variant.weight_bytes_per_token, bandwidth, l3_bytes() or 0)
     decode = records.DecodeRecord(
         test=point.mode,
         tokens=run.tokens,
@@ -58,9 +60,9 @@ def measure(point: Point, protocol: dict, binding, cpus, t_setup: float) -> reco
         tpot_s=run.tpot_s,
         weight_bytes_per_token=variant.weight_bytes_per_token,
         triad_gbs=bandwidth,
-        roofline_tokens_per_s=roof.ceiling_tokens_per_s,
-        roofline_fraction=roof.fraction(run.tokens_per_s),
-        cache_resident=roof.cache_resident,
+        roofline_tokens_per_s=roof.ceiling_tokens_per_s if roof else None,
+        roofline_fraction=roof.fraction(run.tokens_per_s) if roof else None,
+        cache_resident=roof.cache_resident if roof else None,
     )
     samples = [float(x) for x in run.samples_s]
     items = 1 if point.mode.startswith("tg") else int(point.mode[2:])  # tokens per sample

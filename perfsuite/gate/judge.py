@@ -447,7 +447,9 @@ def control_for(comparison: Comparison, suspect: str, points: Mapping) -> str | 
     settled = [
         v
         for v in comparison.verdicts
-        if v.id in points and (v.verdict == "unchanged" or v.reason.startswith(FOLLOWED_SHIFT))
+        if v.id in points
+        and points[v.id].mode != "server"  # its samples are latencies at a load that moves
+        and (v.verdict == "unchanged" or v.reason.startswith(FOLLOWED_SHIFT))
     ]
 
     def unlike(v: Verdict):

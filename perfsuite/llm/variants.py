@@ -30,7 +30,10 @@ from perfsuite.llm.decoder import (
 VARIANTS_VERSION = "1"  # bump when quantization settings change: part of the cache key
 FRAMEWORKS = ("onnxruntime", "openvino")
 PRECISIONS = ("fp32", "int8_wo", "int4_sym_g32", "int4_sym_g128", "int4_asym_g128")
-INT4_ACCURACY_LEVEL = 4  # MatMulNBits: int8 activations x int4 weights, the fast CPU path
+# MatMulNBits computes with int8 activations (its fast CPU kernels) at accuracy_level 4; at
+# None/0, 8-bit weights fall to a path 50x slower (ORT 1.32, llm_small tg32 at 2 threads:
+# 4.1 against 213.7 tokens/s; docs/measurements/2026-12-07-zen4-serving-decode.md)
+ACCURACY_LEVEL = 4
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ class Variant:
 
 
 def default_accuracy_level(precision: str) -> int | None:
-    return INT4_ACCURACY_LEVEL if SCHEMES[precision].bits == 4 else None
+    return ACCURACY_LEVEL if SCHEMES[precision].bits < 32 else None
 
 
 def prepare(
