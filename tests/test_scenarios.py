@@ -30,6 +30,10 @@ def test_default_profile_gains_one_server_and_one_decode_point():
     got = expand(default, read_topology("/"), model_mb=lambda m: 100.0, bf16=True)
     modes = sorted(p.mode for p in got if p.mode != "latency")
     assert modes == ["server", "tg128"]
+    assert {(p.precision, p.mode) for p in got if p.model == "bert128"} == {
+        ("fp32", "latency"),
+        ("int8_static_rr", "latency"),
+    }
     assert all(p.mode == "latency" for p in got if p.model == "resnet50" and p.mode != "server")
 
 
