@@ -16,7 +16,7 @@ import numpy as np
 from perfsuite import kernels, llm, records
 from perfsuite.execute import calibration
 from perfsuite.execute.interference import Sampler
-from perfsuite.execute.measure import summarize
+from perfsuite.execute.measure import one_window
 from perfsuite.host.topology import read_topology
 from perfsuite.prepare import cache
 from perfsuite.records import Point
@@ -66,14 +66,11 @@ def measure(point: Point, protocol: dict, binding, cpus, t_setup: float) -> reco
     )
     samples = [float(x) for x in run.samples_s]
     items = 1 if point.mode.startswith("tg") else int(point.mode[2:])  # tokens per sample
-    return records.Measurement(
-        interference=records.Interference(
-            contaminated=sampler.result.contaminated, retries=0, sessions=[sampler.result]
-        ),
-        calibration=records.Calibration(sessions=[speed]),
-        samples_s=samples,
-        session_medians_s=[float(np.median(samples))],
-        stats=summarize(samples, items_per_call=items),
+    return one_window(
+        samples,
+        items,
+        sampler.result,
+        speed,
         protocol=records.RunProtocol(window_s=float(np.sum(samples)), items=len(samples) * items),
         settings=settings,
         binding=binding,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfsuite import records
 from perfsuite.dispersion import cv
 from perfsuite.records import RunProtocol, Warmup
 
@@ -101,3 +102,21 @@ def summarize(samples, items_per_call: int = 1, window_s: float | None = None) -
     # throughput mode: items over the window; latency mode: one call's items per median call
     out["throughput_ips"] = a.size * items_per_call / window_s if window_s else items_per_call / p50
     return out
+
+
+def one_window(
+    samples: list[float], items_per_call: int, window, speed, **fields
+) -> records.Measurement:
+    """The measurement of a point measured in one window by its own driver (LoadGen, a decode
+    test): its samples and their statistics, the window's interference (``window``, a
+    ``records.InterferenceWindow``) and the speed probes around it; ``fields`` the rest."""
+    return records.Measurement(
+        interference=records.Interference(
+            contaminated=window.contaminated, retries=0, sessions=[window]
+        ),
+        calibration=records.Calibration(sessions=[speed]),
+        samples_s=samples,
+        session_medians_s=[float(np.median(samples))],
+        stats=summarize(samples, items_per_call=items_per_call),
+        **fields,
+    )

@@ -22,7 +22,7 @@ import numpy as np
 from perfsuite import records, serve
 from perfsuite.execute import calibration, faults
 from perfsuite.execute.interference import Sampler
-from perfsuite.execute.measure import summarize
+from perfsuite.execute.measure import one_window
 from perfsuite.prepare.backends import RunConfig
 from perfsuite.records import Point
 
@@ -137,14 +137,11 @@ def measure(point: Point, protocol: dict, opened, about, binding, cpus, t_setup:
         bracket_qps=None if search is None else search.bracket,
     )
     headline = record.runs[runs.index(reported)].headline  # INVALID ones say so in the record
-    return records.Measurement(
-        interference=records.Interference(
-            contaminated=sampler.result.contaminated, retries=0, sessions=[sampler.result]
-        ),
-        calibration=records.Calibration(sessions=[speed]),
-        samples_s=latencies,
-        session_medians_s=[float(np.median(latencies))],
-        stats=summarize(latencies, items_per_call=point.batch),
+    return one_window(
+        latencies,
+        point.batch,
+        sampler.result,
+        speed,
         protocol=records.RunProtocol(
             window_s=sum(r.duration_s for r in runs), items=len(latencies)
         ),
