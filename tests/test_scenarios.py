@@ -11,7 +11,7 @@ from perfsuite import records
 from perfsuite.gate.judge import Remeasure, Side, confirm, judge
 from perfsuite.gate.statistics import GateConfig
 from perfsuite.host.topology import read_topology
-from perfsuite.sweep.plan import PlanError, expand, load_profiles, make_profile
+from perfsuite.sweep.plan import PlanError, expand, load_profiles, make_profile, select_profile
 
 FP = {"fields": {}, "classes": {}, "hardware_class": "x"}
 
@@ -165,3 +165,28 @@ def test_a_rate_regression_is_confirmed_only_if_the_re_measured_rate_repeats_it(
     assert kept.verdicts[0].confirmed is True and kept.verdicts[0].verdict == "regressed"
     assert gone.verdicts[0].confirmed is False
     assert kept.failing("regression") and not gone.failing("regression")
+
+
+def test_a_narrowed_run_drops_the_profile_s_extra_points():
+    profiles = load_profiles()
+    full = select_profile(profiles, "default", {})
+    narrowed = select_profile(profiles, "default", {"models": ["small_cnn"]})
+    assert full.also and not narrowed.also
+    assert select_profile(profiles, "default", {"min_time": 0.5}).also  # not a dimension
+
+
+def test_an_invalid_offline_rate_is_not_gated_and_nan_fields_stay_text(tmp_path):
+    from perfsuite import serve
+    from perfsuite.execute.serving import _run_record
+
+    settings = serve.ScenarioSettings(scenario="offline", target_qps=10.0)
+    run = serve.LoadGenRun(
+        scenario="offline", valid=False, result="INVALID", reasons=["* Run unsuccessful."],
+        fields={"Samples per second": 9.0, "Odd": float("nan")},
+        headline=serve.Headline("Samples per second", 9.0, "samples/s", True),
+        latencies_s=[0.1], duration_s=1.0, summary_path=tmp_path / "s" / "x.txt",
+        detail_path=tmp_path / "s" / "y.txt", settings=settings,
+    )  # fmt: skip
+    rec = _run_record(run, tmp_path / "run" / "loadgen" / "p")
+    assert rec.headline is not None and not rec.headline.gated
+    assert rec.fields["Odd"] == "nan"

@@ -15,6 +15,7 @@ from perfsuite.host.fingerprint import fingerprint
 from perfsuite.host.topology import read_topology
 from perfsuite.kernels import cpu_features
 from perfsuite.options import add_options, profile_overrides
+from perfsuite.records import mode_kind
 from perfsuite.sweep import ab, ab_report
 from perfsuite.sweep.plan import PlanError, expand, load_profiles, select_profile
 from perfsuite.writing import NotWritable, check_writable_dir
@@ -62,10 +63,12 @@ def cmd_ab(args) -> int:
         print(f"perfsuite ab: {exc}", file=sys.stderr)
         return EXIT_USAGE
     planned = expand(profile, read_topology("/"), bf16=bool(cpu_features().get("avx512_bf16")))
-    points = [p for p in planned if not p.skip and not p.spark]
+    points = [p for p in planned if not p.skip and not p.spark and mode_kind(p.mode) == "window"]
     for p in planned:
         if p.skip:
             print(f"skip {p.id}: {p.skip}")
+        elif mode_kind(p.mode) != "window":
+            print(f"skip {p.id}: {p.mode} points are not compared in turns (use the sweep's gate)")
     protocol = profile.protocol(sessions=1)  # the rounds are the repetitions
     print(f"A: {sides[0].describe()}\nB: {sides[1].describe()}")
     plan = looks(args.rounds, most, cfg.alpha)

@@ -12,6 +12,7 @@ and an offline rate on their own (``gated``), single- and multi-stream on the sa
 from __future__ import annotations
 
 import importlib.util
+import math
 import time
 from contextlib import ExitStack
 from dataclasses import replace
@@ -137,9 +138,10 @@ def measure(point: Point, protocol: dict, opened, about, binding, cpus, t_setup:
         bracket_qps=None if search is None else search.bracket,
     )
     headline = record.runs[runs.index(reported)].headline  # INVALID ones say so in the record
+    per_query = settings.samples_per_query if point.mode == "multi_stream" else 1
     return one_window(
         latencies,
-        point.batch,
+        point.batch * per_query,
         sampler.result,
         speed,
         protocol=records.RunProtocol(
@@ -201,17 +203,22 @@ def _run(point: Point, settings, workers, log_dir: Path, loadgen: dict):
 def _run_record(run, log_dir: Path) -> records.LoadGenRun:
     """A ``serve.LoadGenRun`` as the result record keeps it (logs relative to the run)."""
     h = run.headline
-    headline = h and records.Headline(
+    usable = h is not None and math.isfinite(h.value) and h.value > 0
+    headline = usable and records.Headline(
         name=h.name, value=h.value, unit=h.unit, higher_is_better=h.higher_is_better,
-        gated=run.scenario in ("server", "offline"),
+        gated=run.valid and run.scenario in ("server", "offline"),  # an INVALID rate is no rate
     )  # fmt: skip
+    fields = {  # JSON has no NaN: a field LoadGen printed as nan stays text
+        k: v if not isinstance(v, float) or math.isfinite(v) else str(v)
+        for k, v in run.fields.items()
+    }
     return records.LoadGenRun(
         scenario=run.scenario,
         target_qps=run.settings.target_qps,
         valid=run.valid,
         reasons=list(run.reasons),
-        fields=dict(run.fields),
-        headline=headline,
+        fields=fields,
+        headline=headline or None,
         duration_s=run.duration_s,
         log_dir=_relative(Path(run.summary_path).parent, log_dir),
     )  # fmt: skip

@@ -508,7 +508,8 @@ def confirm(
             runs = base.headline_runs.get(v.id, [])
             re = judge_headline(v.id, base.headlines[v.id], again.headline, cfg, runs)
             v = _set(v, confirmed=re.verdict == "regressed")
-            out.append(_reason(v, f"re-measured {re.change:+.1%}", first=True))
+            again_txt = f"re-measured {re.change:+.1%}" if re.change is not None else re.reason
+            out.append(_reason(v, again_txt, first=True))
             continue
         re, excused = _judged_again(v, again.samples, base, cfg)
         threshold = slowdown_threshold(cfg, v.id, base.runs.get(v.id, []))

@@ -318,7 +318,10 @@ def select_profile(profiles: dict, name: str, overrides: dict) -> Profile:
     if name not in profiles:
         raise PlanError(f"unknown profile {name!r}; valid: {', '.join(profiles)}")
     raw = dict(profiles[name])
-    raw.update({k: v for k, v in overrides.items() if v is not None})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    raw.update(given)
+    if set(given) & {*LIST_KEYS, "scenario"}:  # a narrowed run runs what it names, no extras
+        raw["also"] = []
     return make_profile(name, raw)
 
 

@@ -88,7 +88,8 @@ def serving_lines(ok: list[Result]) -> list[str]:
     for r in sorted((r for r in ok if r.loadgen), key=lambda r: r.id):
         lg, h = r.loadgen, r.headline
         run = lg.runs[lg.best] if lg.best is not None else lg.runs[-1]
-        text = f"{r.id}: {h.name} {h.value:.4g} {h.unit}, {'VALID' if run.valid else 'INVALID'}"
+        figure = f"{h.name} {h.value:.4g} {h.unit}, " if h else ""
+        text = f"{r.id}: {figure}{'VALID' if run.valid else 'INVALID'}"
         if not run.valid and run.reasons:
             text += f" ({run.reasons[0].lstrip('* ')})"
         if lg.scenario == "server":

@@ -128,7 +128,10 @@ class PerfSession:
                 protocol["sessions"] = 1
             if mode_kind(point.mode) == "loadgen":
                 protocol["loadgen"] = self.profile.loadgen(point.model)
-                protocol["log_dir"] = str(self.run_dir / "loadgen" / point.id)
+                where = self.run_dir / "loadgen" / point.id
+                if not keep:  # a confirmation re-measure must not overwrite the run's logs
+                    where = where / f"remeasure-{time.time_ns()}"
+                protocol["log_dir"] = str(where)
             measured = records.dump(self.executor.run(point, protocol))
         except WorkerError as exc:
             first = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
