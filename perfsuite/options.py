@@ -17,6 +17,7 @@ from typing import Any
 
 from perfsuite.execute.executors import DEFAULT as DEFAULT_EXECUTOR
 from perfsuite.execute.executors import EXECUTORS
+from perfsuite.writing import NotWritable, check_writable_dir
 
 PLUGIN = "plugin"  # the face name of the pytest plugin; a CLI face is named by its verb
 
@@ -51,6 +52,41 @@ def _checked(to: Callable[[str], Any], what: str, ok: Callable[[Any], bool], mus
 positive_float = _checked(float, "a number", lambda v: v > 0, "> 0")
 fraction = _checked(float, "a number", lambda v: 0 < v < 1, "between 0 and 1 (exclusive)")  # alpha
 positive_int = _checked(int, "a whole number", lambda v: v >= 1, ">= 1")
+
+
+def store_url(text: str) -> str:
+    """A store URL: an empty one is an error, not silently the default store."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty URL (leave the option out for the default)")
+    return text
+
+
+def output_file(text: str) -> Path:
+    """A file to write, checked before anything is measured: not empty, not a directory,
+    its folder creatable and writable. ``-`` is standard output."""
+    if text == "-":
+        return Path("-")
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path")
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory, not a file")
+    try:
+        check_writable_dir(path.parent, "its folder")
+    except NotWritable as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return path
+
+
+def output_dir(text: str) -> Path:
+    """A directory to write into, checked as ``output_file`` is."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path")
+    try:
+        check_writable_dir(text, "")
+    except NotWritable as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return Path(text)
 
 
 @dataclass(frozen=True)
@@ -201,7 +237,7 @@ OPTIONS: tuple[Option, ...] = (
     _profiled("timeout", "seconds before a worker point is killed", type=positive_float),
     _option(
         "out",
-        type=Path,
+        type=Path,  # checked before measuring: the plugin's _check_outputs, the verbs' own
         default=Path("perf-results"),
         help="directory for result records (default: perf-results)",
         verbs=("ab", "sweep"),
@@ -266,6 +302,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _option(
         "store",
+        type=store_url,
         metavar="URL",
         help="results history database, a SQLAlchemy URL: sqlite:///FILE or "
         "postgresql+psycopg://USER@HOST/DB (default: $PERFSUITE_STORE, else a SQLite file "

@@ -134,7 +134,10 @@ def _check_outputs(config) -> None:
 
 def history_url(config) -> str | None:
     """Where runs are recorded: --perf-store, else $PERFSUITE_STORE; None: nowhere."""
-    return config.getoption("perf_store") or os.environ.get(database.ENV) or None
+    given = config.getoption("perf_store")
+    if given is not None and not given.strip():  # not silently the environment's or none
+        raise StoreError("--perf-store '': an empty URL (leave the option out for none)")
+    return given or os.environ.get(database.ENV) or None
 
 
 class _LazySession:
@@ -160,15 +163,31 @@ def pytest_generate_tests(metafunc):
     session = metafunc.config.stash[SESSION].get()
     params = [
         pytest.param(p, id=p.id, marks=[pytest.mark.skip(reason=p.skip)] if p.skip else [])
-        for p in session.points()
+        for p in _planned(session, metafunc.config)
     ]
     metafunc.parametrize("perf_point", params)
+
+
+EMPTY_PLAN = pytest.StashKey[str]()
+
+
+def _planned(session: PerfSession, config) -> list:
+    """The session's points; a plan with none is kept for ``pytest_collection_finish``,
+    which ends the run with pytest's "no tests collected" code (5) and the reason, not
+    green with "got empty parameter set"."""
+    try:
+        return session.points()
+    except PlanError as exc:
+        config.stash[EMPTY_PLAN] = str(exc)
+        return []
 
 
 def pytest_collection_finish(session):
     config = session.config
     lazy = config.stash[SESSION]
     tr = config.pluginmanager.get_plugin("terminalreporter")
+    if EMPTY_PLAN in config.stash:
+        pytest.exit(f"perfsuite: {config.stash[EMPTY_PLAN]}", pytest.ExitCode.NO_TESTS_COLLECTED)
     if not config.getoption("perf_plan"):
         # sweep points were collected: pre-flight
         if lazy.started and tr is not None and (busy := busiest_processes()):
@@ -180,7 +199,7 @@ def pytest_collection_finish(session):
                 yellow=True,
             )
         return
-    points = lazy.get().points()
+    points = _planned(lazy.get(), config)
     tr.section(f"perfsuite plan: profile {lazy.profile.name}, {len(points)} point(s)")
     for p in points:
         tr.write_line(f"{p.id:<60} {'SKIP: ' + p.skip if p.skip else 'run'}")

@@ -32,7 +32,16 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from perfsuite.urls import without_credentials
 
 RESULT = "perfsuite.result/2"
 BASELINE = "perfsuite.baseline/2"
@@ -48,6 +57,8 @@ class RecordError(ValueError):
 
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+# seconds since the epoch, before the year 10000: what every date library can represent
+Timestamp = Annotated[float, Field(gt=0, lt=253402300800, allow_inf_nan=False)]
 
 
 class _Record(BaseModel):
@@ -320,6 +331,13 @@ class Provenance(_Record):
     dirty: bool | None = None  # uncommitted changes to tracked files
     repository: str | None = None
 
+    @field_validator("repository")
+    @classmethod
+    def _no_credentials(cls, url: str | None) -> str | None:
+        # a CI checkout's remote often holds a token (https://gitlab-ci-token:TOKEN@...):
+        # never recorded, whichever way the URL arrived (git, an option, an older record)
+        return url and without_credentials(url)
+
 
 class Headline(_Record):
     """The one number a scenario or decode test is known by (MLPerf's and llama-bench's):
@@ -384,7 +402,7 @@ class ResultHead(_Record):
     point: Point
     hardware_class: str
     software: dict[str, str | None] = {}
-    timestamp: Positive
+    timestamp: Timestamp
     status: Literal["ok", "error"]
     error: str | None = None
     error_detail: str | None = None  # the whole message when ``error`` is its first line

@@ -1,9 +1,11 @@
-"""Shared test fixtures: host snapshots expanded into sysfs/procfs trees."""
+"""Shared test fixtures: host snapshots expanded into sysfs/procfs trees, a PostgreSQL
+server for the history-store tests."""
 
 from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -101,15 +103,38 @@ def store_url(request, tmp_path):
     return request.getfixturevalue("postgres_url")
 
 
+def pytest_configure(config):
+    """The PostgreSQL tests run wherever a server can be started: $PERFSUITE_TEST_POSTGRES
+    names one, else the session starts its own (about 2 s) and names it there, for the
+    tests, their subprocesses and xdist's workers alike."""
+    if os.environ.get(PG_ENV) or config.getoption("benchmark_only", False):
+        return
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller started it
+        return
+    started = _start_postgres()
+    if started:
+        os.environ[PG_ENV], config._perfsuite_pg_stop = started
+
+
+def pytest_unconfigure(config):
+    stop = getattr(config, "_perfsuite_pg_stop", None)
+    if stop:
+        stop()
+        os.environ.pop(PG_ENV, None)
+
+
 @pytest.fixture
 def postgres_url():
-    """A throwaway database on the PostgreSQL server $PERFSUITE_TEST_POSTGRES names (.ci/run
-    starts one), dropped afterwards."""
+    """A throwaway database on the PostgreSQL server $PERFSUITE_TEST_POSTGRES names (this
+    session's own when it is unset), dropped afterwards."""
     import sqlalchemy as sa
 
     admin_url = os.environ.get(PG_ENV)
     if not admin_url:
-        pytest.skip(f"no PostgreSQL server: ${PG_ENV} is unset (.ci/run starts one)")
+        pytest.skip(
+            f"no PostgreSQL server: ${PG_ENV} is unset and none could be started here "
+            "(no initdb: install Debian's postgresql)"
+        )
     name = f"perfsuite_test_{uuid.uuid4().hex[:12]}"
     admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
@@ -118,3 +143,50 @@ def postgres_url():
     with admin.connect() as conn:
         conn.execute(sa.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
     admin.dispose()
+
+
+def _start_postgres() -> tuple[str, Callable[[], None]] | None:
+    """A throwaway PostgreSQL cluster on a free loopback port where the server's programs
+    exist (Debian: postgresql), its admin URL and how to stop it. pg_ctl refuses to run as
+    root, so as root the cluster runs as the ``postgres`` user (runuser), as in .ci/run;
+    pytest-postgresql's process fixture has no such switch."""
+    import pwd
+    import shutil
+    import socket
+    import subprocess
+    import tempfile
+
+    bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+    initdb = str(bins[-1]) if bins else shutil.which("initdb")
+    if initdb is None:
+        return None
+    pg_ctl = str(Path(initdb).with_name("pg_ctl"))
+    as_user: list[str] = []
+    data = Path(tempfile.mkdtemp(prefix="perfsuite-pg-"))
+    if os.getuid() == 0:
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            return None
+        os.chown(data, user.pw_uid, user.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    quiet = {"check": True, "capture_output": True, "timeout": 120}
+    try:
+        subprocess.run(
+            [*as_user, initdb, "-D", str(data), "-A", "trust", "-U", "postgres"], **quiet
+        )
+        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-l", str(data / "log"), "-w", "-o",
+                        f"-h 127.0.0.1 -p {port} -k {data}", "start"], **quiet)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        shutil.rmtree(data, ignore_errors=True)
+        return None
+
+    def stop() -> None:
+        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
+                       capture_output=True, timeout=60)  # fmt: skip
+        shutil.rmtree(data, ignore_errors=True)
+
+    return f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres", stop

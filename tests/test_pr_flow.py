@@ -42,11 +42,15 @@ def _pull_request(tmp_path: Path, label: str) -> tuple[Path, str, Path]:
 
 
 def _sides(tmp_path: Path) -> Path:
-    """$RUNNER_TEMP with a/ and b/ environments that are this interpreter."""
+    """$RUNNER_TEMP with a/ and b/ environments that are this interpreter: a script that
+    execs it, not a symlink (a link to a venv's python, outside the venv, starts the base
+    interpreter without the venv's packages)."""
     temp = tmp_path / "runner"
     for side in ("a", "b"):
         (temp / side / "bin").mkdir(parents=True)
-        (temp / side / "bin" / "python").symlink_to(sys.executable)
+        python = temp / side / "bin" / "python"
+        python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        python.chmod(0o755)
     return temp
 
 

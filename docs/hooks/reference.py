@@ -321,8 +321,12 @@ EXIT_MEANINGS = {
     "EXIT_USAGE": "usage or input error, one line: bad option, unreadable or invalid file (NaN "
     "samples, unknown schema, bad gate parameters), an output location that cannot take files, "
     "a store URL without a driver, a server that refuses the connection or goes away, a "
-    "read-only, full or corrupt SQLite file, a store written by a newer perfsuite",
+    "read-only, full or corrupt SQLite file, a store written by a newer perfsuite, an "
+    "in-memory store that would forget its runs, a profile that plans nothing to measure, a "
+    "value with no JSON form after unit conversion",
     "EXIT_INTERNAL": "internal error (a bug); `PERFSUITE_DEBUG=1` shows the traceback",
+    "EXIT_INTERRUPTED": "interrupted (Ctrl-C), at any moment: one line, and a run's outputs "
+    "are complete or absent",
 }
 PYTEST_MEANINGS = {
     "OK": "pass",
@@ -336,6 +340,8 @@ PYTEST_MEANINGS = {
     "value, an output location that cannot take files (`--perf-out`, `--perf-baseline` with "
     "`--perf-save-baseline`, `PERFSUITE_CACHE`), a `--perf-store` that cannot be opened, a path "
     "option written as two words that moved pytest's rootdir (write `--perf-out=DIR`)",
+    "NO_TESTS_COLLECTED": "nothing to measure: the profile and options plan no point (one line "
+    "says which dimension left none, e.g. a CNN precision for an LLM profile)",
 }
 
 
@@ -352,7 +358,6 @@ def gen_exit_codes() -> str:
     if missing:
         raise PluginError(f"perfsuite reference: exit-code constants not found: {sorted(missing)}")
     rows = [[found[n], f"`{n}`", EXIT_MEANINGS.get(n, "")] for n in sorted(found, key=found.get)]
-    rows.append([130, "", "interrupted (Ctrl-C)"])
     out = ["## `perfsuite`\n", _table(["code", "constant", "meaning"], rows, "CLI exit codes")]
     rows = [[pytest.ExitCode[n].value, f"`ExitCode.{n}`", m] for n, m in PYTEST_MEANINGS.items()]
     out += ["## `pytest` with the plugin\n", _table(["code", "pytest name", "meaning"], rows, "")]

@@ -13,7 +13,10 @@ import os
 import sys
 from collections.abc import Iterable
 
+from perfsuite.writing import NotFinite, NotWritable, SafeTerminal
+
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 # Each verb is a module of this package, perfsuite.cli.<verb>, with add_parser(subparsers),
 # its cmd_* and INPUT_ERRORS (the exceptions that are bad input: exit 2). Here is its line in
@@ -46,10 +49,11 @@ def add_verb(subparsers, name: str) -> argparse.ArgumentParser:
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):
-        # "unrecognized arguments: --store postgresql://u:pw@..." would print the password
-        from perfsuite.writing import hide_passwords
+        """One line (not argparse's usage block), exit 2. "unrecognized arguments: --store
+        postgresql://u:pw@..." would print the password: URLs are masked."""
+        from perfsuite.urls import hide_secrets
 
-        super().error(hide_passwords(message))
+        self.exit(EXIT_USAGE, f"{self.prog}: {hide_secrets(message)} (see --help)\n")
 
 
 def build_parser(verbs: Iterable[str] = tuple(VERBS)) -> argparse.ArgumentParser:
@@ -66,6 +70,19 @@ def build_parser(verbs: Iterable[str] = tuple(VERBS)) -> argparse.ArgumentParser
 
 
 def main(argv: list[str] | None = None) -> int:
+
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeTerminal(sys.stdout), SafeTerminal(sys.stderr)
+    try:  # Ctrl-C at any moment, imports and parsing included: one line, exit 130
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("perfsuite: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # the verb is the first word that is not an option (the top level has none but --help)
     verb = next((a for a in argv if not a.startswith("-")), None)
@@ -79,12 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return args.func(args)
-    except module.INPUT_ERRORS as exc:  # bad input the verb did not catch: one line
+    except (*module.INPUT_ERRORS, NotWritable, NotFinite) as exc:  # bad input: one line
         print(f"perfsuite {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("perfsuite: interrupted", file=sys.stderr)
-        return 130
     except Exception as exc:  # a bug: one line, not a traceback, and a code of its own
         if os.environ.get("PERFSUITE_DEBUG"):
             raise
@@ -97,4 +111,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
-__all__ = ["EXIT_FAIL", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "VERBS", "build_parser", "main"]
+__all__ = [
+    "EXIT_FAIL",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "VERBS",
+    "build_parser",
+    "main",
+]

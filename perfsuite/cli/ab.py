@@ -17,8 +17,14 @@ from perfsuite.kernels import cpu_features
 from perfsuite.options import add_options, profile_overrides
 from perfsuite.records import mode_kind
 from perfsuite.sweep import ab, ab_report
-from perfsuite.sweep.plan import PlanError, expand, load_profiles, select_profile
-from perfsuite.writing import NotWritable, check_writable_dir
+from perfsuite.sweep.plan import (
+    PlanError,
+    expand,
+    load_profiles,
+    require_points,
+    select_profile,
+)
+from perfsuite.writing import NotWritable, check_writable_dir, terminal_line
 
 INPUT_ERRORS: tuple[type[Exception], ...] = ()
 
@@ -62,13 +68,25 @@ def cmd_ab(args) -> int:
     except (ValueError, PlanError, NotWritable) as exc:
         print(f"perfsuite ab: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    planned = expand(profile, read_topology("/"), bf16=bool(cpu_features().get("avx512_bf16")))
+    try:
+        planned = expand(profile, read_topology("/"), bf16=bool(cpu_features().get("avx512_bf16")))
+        planned = require_points(profile, planned)
+    except PlanError as exc:
+        print(f"perfsuite ab: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     points = [p for p in planned if not p.skip and not p.spark and mode_kind(p.mode) == "window"]
     for p in planned:
         if p.skip:
-            print(f"skip {p.id}: {p.skip}")
+            print(terminal_line(f"skip {p.id}: {p.skip}"))
         elif mode_kind(p.mode) != "window":
             print(f"skip {p.id}: {p.mode} points are not compared in turns (use the sweep's gate)")
+    if not points:
+        print(
+            f"perfsuite ab: profile {profile.name!r} plans no point that runs in turns "
+            "(every point is skipped, above, or a LoadGen/decode/Spark point)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     protocol = profile.protocol(sessions=1)  # the rounds are the repetitions
     print(f"A: {sides[0].describe()}\nB: {sides[1].describe()}")
     plan = looks(args.rounds, most, cfg.alpha)
@@ -82,9 +100,15 @@ def cmd_ab(args) -> int:
     )  # fmt: skip
     fp = fingerprint("/")
     run_dir = Path(args.out) / f"{datetime.datetime.now():%Y%m%d-%H%M%S}-ab"
-    ab.write(run_dir, result, points, fp.hardware_class, verdicts)
-    ab_report.write(run_dir, verdicts, sides[0].describe(), sides[1].describe(),
-                    fp.hardware_class)  # fmt: skip
+    # written aside and renamed into place: its outputs appear together or not at all
+    partial = run_dir.with_name(f".{run_dir.name}.partial")
+    try:
+        ab.write(partial, result, points, fp, profile.as_dict(), verdicts)
+        ab_report.write(partial, verdicts, sides[0].describe(), sides[1].describe(),
+                        fp.hardware_class)  # fmt: skip
+        partial.rename(run_dir)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     head = f"{'verdict':<10} {'B/A-1':>8} {'95% CI':>19} {'p (Holm)':>9} {'alpha':>7} rounds"
     print(f"{head}  benchmark")
     for v in verdicts:

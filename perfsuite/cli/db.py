@@ -6,7 +6,6 @@ cannot be opened."""
 from __future__ import annotations
 
 import datetime
-import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -22,17 +21,22 @@ from perfsuite.history.gate import as_json as history_json
 from perfsuite.history.gate import lines as history_lines
 from perfsuite.history.gate import markdown as history_markdown
 from perfsuite.history.trends import render
-from perfsuite.options import add_options, fraction, positive_float, positive_int
+from perfsuite.options import (
+    add_options,
+    fraction,
+    output_dir,
+    output_file,
+    positive_float,
+    positive_int,
+)
 from perfsuite.qualify.checks import make_reference
 from perfsuite.store.baseline import BaselineError
 from perfsuite.store.database import METRICS, StoreError, open_history
-from perfsuite.writing import atomic_write_text, terminal_line
-
-INPUT_ERRORS: tuple[type[Exception], ...] = (StoreError, fleet.FleetError)
+from perfsuite.writing import atomic_write_text, finite_json, terminal_line
 
 
 def _print_json(data) -> None:
-    json.dump(data, sys.stdout, indent=1, default=str)
+    sys.stdout.write(finite_json(data, indent=1, default=str) + "\n")
     sys.stdout.write("\n")
 
 
@@ -65,13 +69,26 @@ def cmd_runs(args) -> int:
     return EXIT_OK
 
 
+class NoMatch(LookupError):
+    """A benchmark pattern that matches nothing in the store: bad input (exit 2), the same
+    for every verb that takes one."""
+
+
+INPUT_ERRORS: tuple[type[Exception], ...] = (StoreError, fleet.FleetError, NoMatch)
+
+
+def _matched(store, pattern: str):
+    if not store.benchmark_names(pattern):
+        raise NoMatch(f"no benchmark matches {pattern!r} in {store.safe_url}")
+    return store
+
+
 def cmd_history(args) -> int:
-    series = open_history(args.store).series(
+    series = _matched(open_history(args.store), args.pattern).series(
         args.pattern, metric=args.metric, hardware_class=args.hw_class
     )
     if not series:
-        print(f"perfsuite db history: no benchmark matches {args.pattern!r}", file=sys.stderr)
-        return EXIT_USAGE
+        raise NoMatch(f"no benchmark matches {args.pattern!r} in class {args.hw_class!r}")
     if args.json:
         _print_json([
             {"benchmark": n, "hardware_class": hw, "metric": args.metric,
@@ -91,7 +108,8 @@ def cmd_history(args) -> int:
 
 
 def cmd_changes(args) -> int:
-    found = detect(open_history(args.store), args.pattern, metric=args.metric,
+    store = _matched(open_history(args.store), args.pattern)
+    found = detect(store, args.pattern, metric=args.metric,
                    hardware_class=args.hw_class, window=args.window, max_pvalue=args.max_pvalue,
                    min_magnitude=args.min_magnitude)  # fmt: skip
     if args.json:
@@ -126,7 +144,8 @@ def cmd_exclude(args) -> int:
 
 def cmd_export(args) -> int:
     runs = open_history(args.store).export(args.run)
-    text = json.dumps({"schema": "perfsuite.history-export/1", "runs": runs}, indent=1, default=str)
+    doc = {"schema": "perfsuite.history-export/1", "runs": runs}
+    text = finite_json(doc, indent=1, default=str)
     if args.out:
         atomic_write_text(args.out, text + "\n")
         print(f"{len(runs)} runs written to {args.out}")
@@ -153,12 +172,13 @@ def cmd_gate(args) -> int:
         with open(args.summary, "a", encoding="utf-8") as f:  # GITHUB_STEP_SUMMARY appends
             f.write(history_markdown(result))
     if args.json:
-        atomic_write_text(args.json, json.dumps(history_json(result), indent=1) + "\n")
+        atomic_write_text(args.json, finite_json(history_json(result), indent=1) + "\n")
     return EXIT_FAIL if result.failing else EXIT_OK
 
 
 def cmd_trends(args) -> int:
-    page = render(open_history(args.store), args.pattern, metric=args.metric, last=args.last)
+    store = _matched(open_history(args.store), args.pattern)
+    page = render(store, args.pattern, metric=args.metric, last=args.last)
     atomic_write_text(args.out, page)
     print(f"trend page: {args.out}")
     return EXIT_OK
@@ -186,7 +206,7 @@ def cmd_fleet(args) -> int:
         fleet_table(scores, {h: r.verdict for h, r in hosts.items()})
     if args.out:
         for s in scores:
-            atomic_write_text(args.out / f"{s.host}.json", json.dumps(s.as_dict(), indent=1))
+            atomic_write_text(args.out / f"{s.host}.json", finite_json(s.as_dict(), indent=1))
         print(f"per-host verdicts: {args.out}/<host>.json")
     if args.save_reference:
         good = [hosts[s.host] for s in scores if s.verdict == "PASS"]
@@ -198,7 +218,7 @@ def cmd_fleet(args) -> int:
         ref = make_reference(
             good[0].fingerprint, [g.measurements for g in good], when=when, note=note
         )
-        atomic_write_text(args.save_reference, json.dumps(records.dump(ref), indent=1) + "\n")
+        atomic_write_text(args.save_reference, finite_json(records.dump(ref), indent=1) + "\n")
         print(f"reference saved: {args.save_reference}")
     return EXIT_FAIL if any(s.verdict == "FAIL" for s in scores) else EXIT_OK
 
@@ -258,11 +278,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--reason", required=True)
     p = command("export", cmd_export, "runs and results as JSON")
     p.add_argument("--run", help="one run (id or key prefix)")
-    p.add_argument("--out", type=Path)
+    p.add_argument("--out", type=output_file, help="file to write, - for stdout (default: stdout)")
     p = command("trends", cmd_trends, "a static HTML page of trend charts")
     pattern(p, required=False)
     p.add_argument("--metric", choices=METRICS, default="latency_median_ms")
-    p.add_argument("--out", type=Path, default=Path("trends.html"))
+    p.add_argument("--out", type=output_file, default=Path("trends.html"))
     p.add_argument("--last", type=positive_int, help="the last N runs (all)")
     p = command("gate", cmd_gate, "gate the newest run on the history (the nightly verdict)")
     p.add_argument("--run", help="run id or key prefix (default: the newest)")
@@ -294,16 +314,16 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("--threshold", type=positive_float, help="practical threshold")
     p.add_argument("--config", type=Path, help="[tool.perfsuite.gate] TOML")
-    p.add_argument("--summary", type=Path, help="append Markdown here")
-    p.add_argument("--json", type=Path, help="write the verdicts here")
+    p.add_argument("--summary", type=output_file, help="append Markdown here")
+    p.add_argument("--json", type=output_file, help="write the verdicts here")
     p = command("fleet", cmd_fleet, "score stored qualification reports across hosts")
     p.add_argument("--class", dest="hw_class")
     p.add_argument("--rules", type=Path, help="rule file (TOML)")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--out", type=Path, help="write <host>.json verdicts here")
+    p.add_argument("--out", type=output_dir, help="write <host>.json verdicts here")
     p.add_argument(
         "--save-reference",
-        type=Path,
+        type=output_file,
         metavar="FILE",
         help="a reference for the class: median over the passing hosts",
     )

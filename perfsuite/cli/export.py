@@ -5,39 +5,39 @@ be read."""
 
 from __future__ import annotations
 
-import json
 import sys
 from contextlib import closing
 from pathlib import Path
 
 from perfsuite.cli import EXIT_OK, EXIT_USAGE, add_verb
-from perfsuite.history.exports import FORMATS, MEASURES, export
+from perfsuite.history.exports import FORMATS, MEASURES, ExportError, export
+from perfsuite.options import output_file
 from perfsuite.store.baseline import BaselineError
 from perfsuite.store.database import StoreError, open_history
 from perfsuite.store.files import read_run
-from perfsuite.writing import NotWritable, atomic_write_text, check_writable_dir
+from perfsuite.writing import NotFinite, atomic_write_text, finite_json
 
 INPUT_ERRORS: tuple[type[Exception], ...] = ()
 
 
 def cmd_export(args) -> int:
     try:
-        if args.out:
-            check_writable_dir(args.out.parent, "--out's folder")
+        if args.measure and args.format != "github-action-benchmark":
+            raise BaselineError(f"--measure applies to github-action-benchmark, not {args.format}")
         if "://" in args.run:
             with closing(open_history(args.run)) as store:
                 run = store.load_run(args.run_key)
+        elif args.run_key is not None:
+            raise BaselineError("--run picks a run in a store URL; a run directory is one run")
         else:
             run = read_run(Path(args.run))
-    except (BaselineError, NotWritable, StoreError) as exc:
+        text = finite_json(export(run, args.format, args.measure or "latency"), indent=1) + "\n"
+    except (BaselineError, StoreError, ExportError, NotFinite) as exc:
         print(f"perfsuite export: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    text = json.dumps(export(run, args.format, args.measure), indent=1) + "\n"
-    if args.out:
-        atomic_write_text(args.out, text)
+    atomic_write_text(args.out or Path("-"), text)
+    if args.out and str(args.out) != "-":
         print(f"{args.format}: {args.out}")
-    else:
-        sys.stdout.write(text)
     return EXIT_OK
 
 
@@ -59,9 +59,8 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--measure",
         choices=MEASURES,
-        default="latency",
         help="github-action-benchmark: latency p50 (customSmallerIsBetter, the default) or "
         "throughput (customBiggerIsBetter)",
     )
-    p.add_argument("--out", type=Path, help="file to write (default: stdout)")
+    p.add_argument("--out", type=output_file, help="file to write, - for stdout (default: stdout)")
     p.set_defaults(func=cmd_export)

@@ -12,7 +12,7 @@ from perfsuite import records
 from perfsuite.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.execute import instructions as ic
 from perfsuite.gate.judge import judge_counts
-from perfsuite.options import csv
+from perfsuite.options import csv, output_file
 from perfsuite.writing import atomic_write_text
 
 INPUT_ERRORS: tuple[type[Exception], ...] = ()
@@ -66,7 +66,7 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--points", type=csv("kernel points"), help="kernel points, comma-separated (default: all)"
     )
-    p.add_argument("--save", type=Path, help="write the counts here (JSON)")
+    p.add_argument("--save", type=output_file, help="write the counts here (JSON)")
     p.add_argument("--against", type=Path, help="a saved counts file: gate the counts against it")
     p.add_argument(
         "--threshold",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from perfsuite.cli import EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.prepare.backends import software_versions
 from perfsuite.records import Fingerprint, NumaNodeFact
+from perfsuite.writing import finite_json
 
 INPUT_ERRORS: tuple[type[Exception], ...] = ()
 
@@ -67,7 +67,7 @@ def cmd_info(args) -> int:
         return EXIT_USAGE
     fp = fingerprint(args.root, frameworks=software_versions())
     if args.json:
-        print(json.dumps(fp.as_dict(), indent=2))
+        print(finite_json(fp.as_dict(), indent=2))
     else:
         print_info(fp)
     return EXIT_OK

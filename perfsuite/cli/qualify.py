@@ -5,7 +5,6 @@ the fleet table. Exit 1 on any FAIL, 2 on a reference that cannot apply."""
 from __future__ import annotations
 
 import datetime
-import json
 import sys
 import time
 from pathlib import Path
@@ -18,7 +17,7 @@ from perfsuite.fleet import scoring as fleet
 from perfsuite.fleet.fan_out import FleetUsageError, clock_line
 from perfsuite.fleet.qualification import qualify_fleet
 from perfsuite.host.fingerprint import fingerprint
-from perfsuite.options import add_options
+from perfsuite.options import add_options, output_dir, output_file
 from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks as qualify
 from perfsuite.qualify.here import qualify_here
@@ -27,6 +26,7 @@ from perfsuite.writing import (
     NotWritable,
     atomic_write_text,
     check_writable_dir,
+    finite_json,
     terminal_line,
     write_json,
 )
@@ -88,7 +88,7 @@ def cmd_qualify(args) -> int:
             return EXIT_FAIL
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
         new_ref = qualify.make_reference(fp, runs, when=when)
-        text = json.dumps(records.dump(new_ref), indent=1) + "\n"
+        text = finite_json(records.dump(new_ref), indent=1) + "\n"
         atomic_write_text(Path(args.save_reference), text)
         print(f"reference saved: {args.save_reference} ({new_ref.source})")
     return EXIT_FAIL if result == "FAIL" else EXIT_OK
@@ -156,7 +156,7 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument(
         "--save-reference",
-        type=Path,
+        type=output_file,
         metavar="FILE",
         help="measure --repeats times and write a reference for this class from the medians "
         "(use on a known-good host)",
@@ -171,7 +171,7 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument(
         "--out",
-        type=Path,
+        type=output_dir,
         default=Path("qualification"),
         help="directory for the JSON and HTML reports (default: qualification)",
     )

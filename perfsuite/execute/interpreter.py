@@ -21,7 +21,7 @@ import tempfile
 from pydantic import ValidationError
 
 from perfsuite.execute.executors import BaseExecutor
-from perfsuite.execute.isolation import WorkerError, last_line
+from perfsuite.execute.isolation import WorkerError, describe_exit, last_line
 from perfsuite.records import Measurement, Point, TurnReply, WorkerReply, dump, one_line
 
 SNIPPET = """
@@ -73,9 +73,13 @@ class Interpreter(BaseExecutor):
                 env=self._environ(),
             )
         except subprocess.TimeoutExpired as exc:
-            raise WorkerError(f"{self.label}: {point.id} passed {self.timeout:.0f} s") from exc
+            raise WorkerError(
+                f"{self.label}: {point.id} timed out after {self.timeout:g} s"
+            ) from exc
         except OSError as exc:
             raise WorkerError(f"{self.label}: cannot run {self.python}: {exc}") from exc
+        if proc.returncode < 0:  # a signal: its name, not a Python line it never wrote
+            raise WorkerError(f"{self.label}: {point.id}: {describe_exit(proc.returncode)}")
         if proc.returncode != 0:
             raise WorkerError(f"{self.label}: {point.id}: {last_line(proc.stderr)}")
         reply = _reply(WorkerReply, proc.stdout.strip().splitlines()[-1], self.label, point.id)
@@ -120,12 +124,12 @@ class TurnWorker:
                 pass  # it died: the read below says why
         ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
         if not ready:
-            raise WorkerError(f"{self.label}: {self.pid} passed {self.timeout:.0f} s")
+            raise WorkerError(f"{self.label}: {self.pid} timed out after {self.timeout:g} s")
         line = self.proc.stdout.readline()
         if not line:
-            self.proc.wait()
+            code = self.proc.wait()
             self.err.seek(0)
-            last = last_line(self.err.read())
+            last = describe_exit(code) if code < 0 else last_line(self.err.read())
             if "No module named perfsuite.execute.turns" in last:
                 last += " (that side's perfsuite predates turns: use --turns 0)"
             raise WorkerError(f"{self.label}: {self.pid}: {last}")

@@ -49,7 +49,7 @@ def last_line(text: str, default: str = "no output") -> str:
     return (text.strip().splitlines() or [default])[-1]
 
 
-def _describe_exit(code: int | None) -> str:
+def describe_exit(code: int | None) -> str:
     if code is None:
         return "still running"
     if code < 0:
@@ -81,7 +81,7 @@ def run_isolated(
         except EOFError:
             proc.join(exit_grace)
             raise WorkerCrashed(
-                f"{name} worker died without answering ({_describe_exit(proc.exitcode)})"
+                f"{name} worker died without answering ({describe_exit(proc.exitcode)})"
             ) from None
     finally:
         parent.close()

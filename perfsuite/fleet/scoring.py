@@ -6,6 +6,7 @@ fails). A reference for the class is the median over the hosts that pass."""
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
@@ -90,7 +91,11 @@ class HostScore:
     z: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The JSON form: a z that is infinite (most hosts identical, this one not; it is in
+        ``outliers``) is null, since JSON has no infinity."""
+        out = asdict(self)
+        out["z"] = {m: z if math.isfinite(z) else None for m, z in self.z.items()}
+        return out
 
 
 def robust_z(values: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ from perfsuite.gate.statistics import thread_group
 from perfsuite.records import load_gate_report
 from perfsuite.writing import (
     atomic_write_text,
+    finite_json,
     json_default,
     md_cell,
     md_code,
@@ -221,7 +222,7 @@ def write_all(out_dir: Path, c: Comparison, base, cur, fail_on: str) -> dict[str
     paths = {kind: Path(out_dir) / name for kind, name in names.items()}
     data = as_json(c, fail_on)
     load_gate_report(data)  # validated like every record perfsuite writes
-    atomic_write_text(paths["json"], json.dumps(data, indent=1))
+    atomic_write_text(paths["json"], finite_json(data, indent=1))
     atomic_write_text(paths["markdown"], md)
     atomic_write_text(paths["junit"], junit(c, fail_on))
     atomic_write_text(paths["html"], html_report(c, base, cur))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 
 from perfsuite.records import Provenance, Result, Run
 
@@ -55,9 +56,20 @@ def bmf(run: Run) -> dict:
     }
 
 
+class ExportError(ValueError):
+    """A run that the format cannot hold; the message names the field."""
+
+
 def _machine_info(fields: dict) -> dict:
-    def num(key: str) -> int:
-        return int(fields.get(key) or 0)  # Conbench wants a number; 0 when not readable
+    def num(key: str, scale: float = 1) -> int:
+        value = fields.get(key) or 0  # Conbench wants a number; 0 when not readable
+        try:
+            number = float(value) * scale
+        except (TypeError, ValueError):
+            raise ExportError(f"fingerprint field {key!r} is {value!r}, not a number") from None
+        if not math.isfinite(number) or not 0 <= number < 2**63:
+            raise ExportError(f"fingerprint field {key!r} is {value!r}, out of range")
+        return int(number)
 
     return {
         "name": str(fields.get("os.hostname") or "unknown"),
@@ -69,7 +81,7 @@ def _machine_info(fields: dict) -> dict:
         **{f"cpu_{c}_cache_bytes": num(f"cache.{c}_bytes") for c in ("l1d", "l1i", "l2", "l3")},
         "cpu_core_count": num("cpu.physical_cores"),
         "cpu_thread_count": num("cpu.online_count"),
-        "cpu_frequency_max_hz": int(float(fields.get("freq.max_mhz") or 0) * 1e6),
+        "cpu_frequency_max_hz": num("freq.max_mhz", 1e6),
         "memory_bytes": num("memory.total_bytes"),
     }
 

@@ -22,15 +22,23 @@ THRESHOLDS = {"default": 10.0}
 MAX_TOP1_DROP_POINTS = 1.0
 
 
+# An error below float32's rounding (2**-24 relative) is not noise: identical outputs read
+# as this many dB, not infinity, which no JSON reader accepts.
+SQNR_LIMIT_DB = -20.0 * np.log10(2.0**-24)  # 144.5 dB
+
+
 def centred_sqnr_db(reference: np.ndarray, test: np.ndarray) -> float:
+    """The centred SQNR in dB, within +-SQNR_LIMIT_DB (a constant reference: 0 dB when the
+    test matches it, else the lower limit)."""
     ref = reference.reshape(reference.shape[0], -1).astype(np.float64)
     out = test.reshape(test.shape[0], -1).astype(np.float64)
     signal = ref - ref.mean(axis=0)
     noise = (out - ref) - (out - ref).mean(axis=0)
     s, n = float((signal**2).sum()), float((noise**2).sum())
-    if n == 0.0:
-        return float("inf")
-    return 10.0 * np.log10(s / n) if s > 0 else float("-inf")
+    if s == 0.0:
+        return 0.0 if n == 0.0 else -SQNR_LIMIT_DB
+    floor = s * 10.0 ** (-SQNR_LIMIT_DB / 10.0)
+    return float(max(10.0 * np.log10(s / max(n, floor)), -SQNR_LIMIT_DB))
 
 
 def run_batches(

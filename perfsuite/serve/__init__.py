@@ -2,6 +2,7 @@
 (``loadgen.run_scenario``), its summary parser, and the server-rate search."""
 
 from perfsuite.serve.loadgen import (
+    MAX_SCHEDULED_QUERIES,
     SCENARIOS,
     Headline,
     LoadGenRun,
@@ -14,6 +15,7 @@ from perfsuite.serve.search import ServerSearch, estimate_capacity_qps, search_s
 from perfsuite.serve.summary import parse_summary
 
 __all__ = [
+    "MAX_SCHEDULED_QUERIES",
     "SCENARIOS",
     "Headline",
     "LoadGenRun",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfsuite.serve.loadgen import (
+    MAX_SCHEDULED_QUERIES,
     LoadGenRun,
     ScenarioSettings,
     SettingsError,
@@ -82,6 +83,7 @@ def search_server_rate(
         raise SettingsError(f"rel_precision: must be a finite number > 0 (got {rel_precision!r})")
     lo_limit = lo_qps if lo_qps is not None else 0.0
     hi_limit = hi_qps if hi_qps is not None else math.inf
+    hi_limit = min(hi_limit, MAX_SCHEDULED_QUERIES / settings.min_duration_s)  # bounded memory
     if not (lo_limit >= 0 and hi_limit > 0 and hi_limit >= lo_limit):
         raise SettingsError(
             f"lo_qps/hi_qps: must satisfy 0 <= lo_qps <= hi_qps, hi_qps > 0 "

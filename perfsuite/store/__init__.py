@@ -13,7 +13,7 @@ from perfsuite import records
 from perfsuite.store.baseline import BaselineError, Saved
 from perfsuite.store.database import HistoryStore, StoreError
 from perfsuite.store.files import FileStore
-from perfsuite.writing import hide_passwords
+from perfsuite.urls import hide_secrets
 
 
 class Store(Protocol):
@@ -59,7 +59,7 @@ def open_store(url: str) -> Store:
     if scheme not in STORES:
         known = ", ".join(f"{s}://" for s in sorted(STORES))
         raise StoreError(
-            f"result store {hide_passwords(url)!r}: unknown scheme {scheme!r} (known: {known})"
+            f"result store {hide_secrets(url)!r}: unknown scheme {scheme!r} (known: {known})"
         )
     return STORES[scheme](url)
 

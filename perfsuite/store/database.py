@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
+from urllib.parse import unquote
 
 import numpy as np
 import sqlalchemy as sa
@@ -28,7 +29,7 @@ from perfsuite import records
 from perfsuite.store import schema as t
 from perfsuite.store.baseline import BaselineError, Saved, merged, thin_samples
 from perfsuite.store.files import SUMMARY, read_run
-from perfsuite.writing import hide_passwords
+from perfsuite.urls import MASK, hide_secrets, secrets_of
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 ENV = "PERFSUITE_STORE"
@@ -165,11 +166,17 @@ class HistoryStore:
         try:
             url_ = sa.engine.make_url(url)
         except (ArgumentError, ValueError):  # ValueError: a port that is not a number
-            raise StoreError(f"result store {hide_passwords(url)!r} is not a URL") from None
-        self.safe_url = url_.render_as_string(hide_password=True)
+            raise StoreError(f"result store {hide_secrets(url)!r} is not a URL") from None
+        self.safe_url = hide_secrets(url)
+        if "@" in str(url).split("://", 1)[-1].rpartition("@")[0]:  # the driver would split there
+            raise StoreError(
+                f"result store {self.safe_url!r}: its user or password holds a raw '@'; "
+                "percent-encode it as %40"
+            )
         kwargs: dict = {}
         if url_.get_backend_name() == "sqlite":
-            if url_.database and url_.database != ":memory:":
+            _check_sqlite_url(url_, self.safe_url)
+            if url_.database:
                 folder = Path(url_.database).parent
                 try:
                     folder.mkdir(parents=True, exist_ok=True)
@@ -200,9 +207,9 @@ class HistoryStore:
     def _error(self, exc: BaseException) -> StoreError:
         lines = str(exc).strip().splitlines()
         reason = lines[0] if lines else type(exc).__name__
-        password = sa.engine.make_url(self.url).password
-        if password:
-            reason = reason.replace(str(password), "***")
+        for secret in secrets_of(self.url):  # a driver may quote one, decoded or not
+            reason = reason.replace(secret, MASK).replace(unquote(secret), MASK)
+        reason = hide_secrets(reason)
         busy = "database is locked" in reason
         return (StoreBusy if busy else StoreError)(f"result store {self.safe_url}: {reason}")
 
@@ -544,8 +551,9 @@ class HistoryStore:
     def _run_id(self, conn, ref: str) -> int:
         """A run by its id, or by a prefix of its key (at least 6 hex digits)."""
         ref = str(ref)
-        if ref.isdigit() and conn.scalar(sa.select(t.runs.c.id).where(t.runs.c.id == int(ref))):
-            return int(ref)
+        as_id = int(ref) if ref.isascii() and ref.isdigit() and len(ref) < 19 else None  # int64
+        if as_id and conn.scalar(sa.select(t.runs.c.id).where(t.runs.c.id == as_id)):
+            return as_id
         if len(ref) >= 6:
             by_key = sa.select(t.runs.c.id).where(t.runs.c.run_key.startswith(ref.lower()))
             found = conn.scalars(by_key).all()
@@ -795,5 +803,24 @@ def _globs_meet(glob: str, pattern: str) -> bool:
     return fnmatchcase(pattern, glob) or fnmatchcase(glob, pattern) or glob == "*"
 
 
+def _check_sqlite_url(url: sa.engine.URL, safe_url: str) -> None:
+    """A history must outlive the process: ``sqlite://`` and ``:memory:`` would take runs
+    and forget them; ``sqlite://name`` (two slashes) is SQLAlchemy's in-memory form too."""
+    if url.host:
+        raise StoreError(
+            f"result store {safe_url!r}: a SQLite file needs three slashes "
+            f"(sqlite:///{url.host}{'/' + url.database if url.database else ''})"
+        )
+    if not url.database or url.database == ":memory:" or url.query.get("mode") == "memory":
+        raise StoreError(
+            f"result store {safe_url!r} is in memory and would forget every run when the "
+            "process ends; give a file (sqlite:///path/history.sqlite)"
+        )
+
+
 def open_history(url: str | None = None) -> HistoryStore:
-    return HistoryStore(url or default_url())
+    """The history at ``url``; None (not given) is the default store, an empty URL is an
+    error rather than silently the default."""
+    if url is not None and not str(url).strip():
+        raise StoreError("result store '': an empty URL (leave the option out for the default)")
+    return HistoryStore(default_url() if url is None else url)

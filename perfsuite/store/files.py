@@ -56,6 +56,14 @@ class RunDir:
         return self.write_summary(run.summary)
 
 
+def _read_json(path: Path):
+    """One file of a run directory; a truncated or unreadable one is named."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise BaselineError(f"{path} is unreadable (truncated or not JSON?): {exc}") from None
+
+
 def read_run(path: Path) -> records.Run:
     """The run in a run directory (or its summary.json), validated. Raises BaselineError
     naming the file and field of anything invalid."""
@@ -68,13 +76,10 @@ def read_run(path: Path) -> records.Run:
             f"{path} is neither a baseline file nor a perfsuite run "
             f"directory ({SUMMARY} + points/*.json)"
         )
-    try:
-        head = json.loads(summary.read_text())
-        raw = [json.loads(p.read_text()) for p in points]
-        gate_file = run_dir / "gate.json"
-        gate = json.loads(gate_file.read_text()) if gate_file.is_file() else None
-    except (OSError, ValueError) as exc:
-        raise BaselineError(f"run directory {run_dir} is unreadable: {exc}") from None
+    gate_file = run_dir / "gate.json"
+    head = _read_json(summary)
+    raw = [_read_json(p) for p in points]
+    gate = _read_json(gate_file) if gate_file.is_file() else None
     try:  # every reader validates: a NaN sample must not become "unchanged +nan%"
         return records.Run(
             summary=records.load_run_summary(head, str(summary)),

@@ -24,6 +24,8 @@ from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.measure import summarize
 from perfsuite.gate.paired import judge_ratios
 from perfsuite.records import Point
+from perfsuite.store.files import SUMMARY
+from perfsuite.sweep.session import run_summary
 from perfsuite.writing import write_json
 
 
@@ -174,10 +176,14 @@ def run_sequential(points: list[Point], protocol: dict, a: Side, b: Side, plan, 
     return out, verdicts
 
 
-def write(run_dir: Path, ab: AbRun, points: list[Point], hardware_class: str, verdicts) -> None:
-    """A normal run directory for each side (``<run>/a``, ``<run>/b``: every round's samples
-    pooled, the round medians as session medians) and ``ab.json`` with the verdicts."""
+def write(
+    run_dir: Path, ab: AbRun, points: list[Point], fp: records.Fingerprint, profile: dict, verdicts
+) -> None:
+    """An ordinary run directory for each side (``<run>/a``, ``<run>/b``: summary.json and
+    points/, every round's samples pooled, the round medians as session medians), so that
+    ``export``, ``compare`` and ``db import`` take them, and ``ab.json`` with the verdicts."""
     for side in ("a", "b"):
+        results = []
         for p in points:
             last = ab.last[side].get(p.id)
             if last is None:
@@ -191,11 +197,16 @@ def write(run_dir: Path, ab: AbRun, points: list[Point], hardware_class: str, ve
                 "interference": None,  # per-round windows are in the rounds, not pooled
             })  # fmt: skip
             result = records.Result.model_validate({
-                **records.dump(pooled), "id": p.id, "point": p, "software": last.software,
-                "hardware_class": hardware_class, "timestamp": time.time(), "status": "ok",
+                **records.dump(pooled), "schema": records.RESULT, "id": p.id, "point": p,
+                "software": last.software,
+                "hardware_class": fp.hardware_class, "timestamp": time.time(), "status": "ok",
                 "error": None,
             })  # fmt: skip
+            results.append(result)
             write_json(run_dir / side / "points" / f"{p.id}.json", records.dump(result))
+        if results:
+            summary = run_summary(profile, fp, results)
+            write_json(run_dir / side / SUMMARY, records.dump(summary))
     write_json(run_dir / "ab.json", {"schema": "perfsuite.ab/1",
                "order": "A first in even rounds, B first in odd",
                "verdicts": [asdict(v) for v in verdicts]})  # fmt: skip

@@ -30,7 +30,8 @@ from perfsuite.history.trends import figures
 from perfsuite.store import BaselineError, StoreError, open_store
 from perfsuite.store.database import HistoryStore
 from perfsuite.sweep import run_report
-from perfsuite.writing import atomic_write_text, hide_passwords
+from perfsuite.urls import hide_secrets
+from perfsuite.writing import atomic_write_text
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ def _record_history(session, opts: FinishOptions, out: Outcome) -> str | None:
         )
         added = store.add_run(run)
     except StoreError as exc:
-        url = hide_passwords(opts.history)
+        url = hide_secrets(opts.history)
         out.lines.append(
             f"history NOT written: {exc}; the run is kept in {session.run_dir}; add it later "
             f"with `perfsuite db import {session.run_dir} --store {url}`"

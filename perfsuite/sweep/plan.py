@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from perfsuite import llm
+from perfsuite import llm, serve
 from perfsuite.host.topology import Topology
 from perfsuite.prepare import quantize  # quantize.PRECISIONS: read on each use (entry points)
 from perfsuite.prepare.backends import BACKENDS, get_backend
@@ -201,7 +201,7 @@ def _serving(name: str, raw: dict) -> dict:
     checks = {
         "loadgen_min_duration": (float, lambda v: 0 < v <= 86400, "seconds > 0 (up to a day)"),
         "loadgen_min_queries": (int, lambda v: 0 <= v <= 10**9, "a whole number >= 0"),
-        "server_target_qps": (float, lambda v: 0 <= v <= 1e7, "queries/s >= 0 (0: estimate)"),
+        "server_target_qps": (float, lambda v: v >= 0, "queries/s >= 0 (0: estimate)"),
         "search_steps": (int, lambda v: 1 <= v <= 64, "a whole number from 1 to 64"),
         "search_precision": (float, lambda v: 0 < v < 1, "a fraction between 0 and 1"),
     }
@@ -215,7 +215,20 @@ def _serving(name: str, raw: dict) -> dict:
             raise PlanError(f"profile {name!r}: {key} = {value!r} must be {what}") from None
         if not math.isfinite(out[key]) or not ok(out[key]):
             raise PlanError(f"profile {name!r}: {key} = {value!r} must be {what}")
+    _check_schedule(name, out)
     return out
+
+
+def _check_schedule(name: str, out: dict) -> None:
+    """LoadGen builds a test's schedule up front: refuse a rate it could not hold, with the
+    limit, instead of a worker growing for minutes before the first query."""
+    qps, seconds = out["server_target_qps"], out["loadgen_min_duration"]
+    if qps * seconds > serve.MAX_SCHEDULED_QUERIES:
+        raise PlanError(
+            f"profile {name!r}: server_target_qps = {qps:g} over loadgen_min_duration = "
+            f"{seconds:g} s schedules {qps * seconds:,.0f} queries; LoadGen holds at most "
+            f"{serve.MAX_SCHEDULED_QUERIES:,} (<= {serve.MAX_SCHEDULED_QUERIES / seconds:g}/s)"
+        )
 
 
 def _check_context(models, modes) -> None:
@@ -380,6 +393,30 @@ def expand(
     return list(points.values())
 
 
+def require_points(profile: Profile, points: list[Point]) -> list[Point]:
+    """``points``, or a PlanError saying in one line why the profile plans none: a run with
+    nothing to measure must not pass green."""
+    if points:
+        return points
+    pairs = list(itertools.product(profile.models, profile.precisions))
+    if not any(_same_family(m, p) for m, p in pairs):
+        why = (
+            f"no precision of {', '.join(profile.precisions)} applies to its models "
+            f"({', '.join(profile.models)}): LLMs take {', '.join(llm.PRECISIONS)}, other "
+            f"models {', '.join(quantize.PRECISIONS)}"
+        )
+    elif not any((mode_kind(mode) == "decode") == (m in llm.MODELS)
+                 for m, mode in itertools.product(profile.models, profile.mode)):  # fmt: skip
+        why = (
+            f"no mode of {', '.join(profile.mode)} applies to its models "
+            f"({', '.join(profile.models)}): decode tests (tg<N>, pp<N>) run only on LLMs, "
+            "and LLMs run only decode tests"
+        )
+    else:
+        why = "its dimensions leave no point"
+    raise PlanError(f"profile {profile.name!r} plans nothing to measure: {why}")
+
+
 def _single_process(profile, model, node, cores, physical, l3_mb, model_mb) -> list[Point]:
     out = []
     for tspec in profile.threads:
@@ -399,7 +436,9 @@ def _single_process(profile, model, node, cores, physical, l3_mb, model_mb) -> l
             # one query at a time (single/multi-stream) keeps one session busy: no streams
             for streams in profile.streams if mode in ("server", "offline") else (1,):
                 skip = None
-                if threads % streams:
+                if kind == "decode" and batch > 1:  # a record must hold what was measured
+                    skip = f"batch {batch}: decode tests run one sequence (batch 1) only"
+                elif threads % streams:
                     skip = f"{threads} threads do not split evenly between {streams} streams"
                 out.append(
                     Point(model=model, framework="", precision="", threads=threads,

@@ -24,7 +24,7 @@ from perfsuite.prepare.backends import BACKENDS, software_versions
 from perfsuite.records import Fingerprint, mode_kind
 from perfsuite.store import Store, open_store
 from perfsuite.store.files import RunDir
-from perfsuite.sweep.plan import Point, Profile, article_threads, expand
+from perfsuite.sweep.plan import Point, Profile, article_threads, expand, require_points
 from perfsuite.writing import json_default
 
 
@@ -66,13 +66,14 @@ class PerfSession:
             if any(spec != "none" for spec in self.profile.spark):
                 unavailable["spark"] = java_problem()
             unavailable["loadgen"] = serving.loadgen_missing()
-            self._points = expand(
+            planned = expand(
                 self.profile,
                 self.topo,
                 model_mb=self._model_mb,
                 bf16=bool(cpu_features().get("avx512_bf16")),
                 unavailable=unavailable,
             )
+            self._points = require_points(self.profile, planned)
         return self._points
 
     @staticmethod
