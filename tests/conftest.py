@@ -59,6 +59,15 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
+@pytest.fixture(autouse=True)
+def _inner_runs_are_not_xdist_workers(monkeypatch):
+    """A pytest run inside a test (pytester, or a workflow step's subprocess) is a session
+    of its own: under xdist it would inherit the worker's PYTEST_XDIST_WORKER, and
+    pytest-benchmark disables itself there."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def isolated_cache(request, tmp_path_factory):
     """Tests build models into a fresh cache (cold, like CI), never the user's; benchmark

@@ -9,7 +9,7 @@ reported and skipped: they need GitHub.
         --skip "Build and install" --set PROFILE=smoke --event schedule
 
 Exit status: the job's (0 passed, 1 a step failed, 2 bad input). perfsuite's tests run the
-nightly and pull-request jobs through it (tests/test_nightly_flow.py).
+nightly and pull-request jobs through it (tests/workflows/test_nightly_flow.py).
 """
 
 from __future__ import annotations

@@ -78,7 +78,9 @@ INPUT_ERRORS: tuple[type[Exception], ...] = (StoreError, fleet.FleetError, NoMat
 
 
 def _matched(store, pattern: str):
-    if not store.benchmark_names(pattern):
+    """``store``, or NoMatch when a pattern the user gave matches no benchmark ("*", the
+    default, on a history with no runs yet is not an error: there is nothing yet)."""
+    if pattern != "*" and not store.benchmark_names(pattern):
         raise NoMatch(f"no benchmark matches {pattern!r} in {store.safe_url}")
     return store
 

@@ -41,6 +41,7 @@ def test_compare_is_exact_arithmetic():
     assert got == {"a": "regressed", "b": "unchanged", "gone": "missing", "new": "new"}
 
 
+@pytest.mark.slow
 def test_icount_cli_saves_and_gates(tmp_path):
     saved = tmp_path / "counts.json"
     run = [sys.executable, "-m", "perfsuite.cli", "icount", "--points", "triad-n1048576"]

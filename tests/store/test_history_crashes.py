@@ -10,6 +10,7 @@ the whole write."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import signal
@@ -102,6 +103,7 @@ def _crash(op: str, url: str, target: int, *args) -> int:
         [sys.executable, __file__, op, url, str(target), *map(str, args)],
         stdout=subprocess.PIPE,
         text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},  # history_data
     )
     acked = 0
     try:

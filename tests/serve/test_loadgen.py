@@ -325,6 +325,8 @@ def searches(tmp_path_factory):
     return found
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_server_search_converges_near_capacity(searches):
     search = searches["fast"]
     assert search.converged and search.best is not None, [r.reasons for r in search.steps]
@@ -336,6 +338,8 @@ def test_server_search_converges_near_capacity(searches):
     assert len(step_dirs) == len(search.steps) and step_dirs[0].startswith("step-0-")
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_slower_worker_gets_a_lower_server_rate(searches):
     slow, fast = searches["slow"].best, searches["fast"].best
     assert slow is not None and fast is not None

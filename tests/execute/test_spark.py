@@ -11,11 +11,11 @@ import sys
 import time
 import uuid
 from dataclasses import replace
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from paths import TESTS
 
 from perfsuite import records
 from perfsuite.execute.isolation import WorkerError
@@ -253,7 +253,7 @@ def cluster(tmp_path_factory):
     """A standalone cluster on 127.0.0.1: a master and 2 workers of 1 core (2 "hosts")."""
     if NO_SPARK:
         pytest.skip(NO_SPARK)
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(TESTS))
     from spark_cluster import standalone
 
     with standalone(tmp_path_factory.mktemp("cluster"), workers=2, cores=1) as master:
@@ -271,6 +271,7 @@ def _cli(*args, timeout=600):
 
 @pytest.mark.spark
 @needs_spark
+@pytest.mark.slow
 def test_fleet_qualification_of_two_loopback_hosts(cluster, tmp_path):
     store = f"sqlite:///{tmp_path / 'history.db'}"
     r = _cli("qualify", "--spark-master", cluster, "--hosts", 2, "--quick",
@@ -289,6 +290,7 @@ def test_fleet_qualification_of_two_loopback_hosts(cluster, tmp_path):
 
 @pytest.mark.spark
 @needs_spark
+@pytest.mark.slow
 def test_a_sweep_runs_on_every_host_of_the_cluster(cluster, tmp_path):
     config = tmp_path / "profiles.toml"
     config.write_text(
@@ -322,6 +324,7 @@ def test_fleet_on_a_local_master_is_a_usage_error(tmp_path):
 
 @pytest.mark.spark
 @needs_spark
+@pytest.mark.slow
 def test_spark_points_run_through_the_sweep_table_and_baseline(pytester, tmp_path):
     pytester.makepyfile(
         test_demo_sweep="""
@@ -407,15 +410,16 @@ print(json.dumps([dataclasses.asdict(g) for g in got]))
 
 @pytest.mark.spark
 @needs_spark
+@pytest.mark.slow
 def test_faults_on_some_hosts_cost_only_their_results(tmp_path):
     """Five workers: one fine (its clock 2 h ahead), one whose Python worker is killed, one
     whose executor dies, one whose Python lacks perfsuite, one past its deadline; six hosts
     asked for, so one never registers. Each is one line; the fine host's result is kept; no
     Spark process outlives the run."""
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(TESTS))
     from spark_cluster import standalone
 
-    tests = str(Path(__file__).parent)
+    tests = str(TESTS)
     shadow = tmp_path / "shadow"
     (shadow / "perfsuite").mkdir(parents=True)
     (shadow / "perfsuite" / "__init__.py").write_text(  # first on sys.path: as if not installed

@@ -6,14 +6,13 @@ are checked before any measuring."""
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from paths import REPO
 
 from perfsuite import cli
 
 CLI = [sys.executable, "-m", "perfsuite.cli"]
-REPO = Path(__file__).resolve().parents[1]
 BASE = str(REPO / "baselines/amd-zen3-2c-1n/default.json")
 
 

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import REPO
 from tools_by_path import load_tool
 
-REPO = Path(__file__).resolve().parents[1]
 PR = REPO / ".github" / "workflows" / "pr.yml"
 POINT = "small_cnn-onnxruntime-fp32-t1-unbound-b1"
 
@@ -55,6 +55,7 @@ def _sides(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_the_pr_job_measures_what_the_change_touches_and_comments_the_regression(tmp_path):
     pytest.importorskip("onnxruntime")
     run_workflow = load_tool("run_workflow")

@@ -182,6 +182,7 @@ def _ab(tmp_path, *extra):
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_ab_finds_a_slowdown_injected_into_side_b(tmp_path):
     pytest.importorskip("onnxruntime")
     # x2: far past the sub-ms CNN's session-to-session spread, which a busy CI host widens
@@ -199,6 +200,7 @@ def test_ab_finds_a_slowdown_injected_into_side_b(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_ab_in_turns_finds_a_slowdown_and_names_a_broken_side(tmp_path):
     """Call-interleaved rounds (the default): both sides' workers open at once and take
     turns. B slowed 4x is found in 4 rounds: each round has fresh sessions, and the sub-ms

@@ -230,6 +230,8 @@ def test_shipped_references_cover_zen3_zen4_and_the_new_skus():
     assert "amd-zen5-128c-1n-smt2" in classes
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_save_reference_then_qualify_against_it(tmp_path):
     """A class with no shipped reference: qualify judges what it can, --save-reference makes
     one, and qualifying against that file on the same host passes. The all-core FMA check can
@@ -303,6 +305,8 @@ def test_inference_check_grades_the_gate():
     assert graded(returncode=3) == "FAIL"
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_qualify_runs_a_real_inference_sweep_against_a_baseline(tmp_path):
     """The smoke profile stands in for the qualification profile (seconds, not minutes):
     without a baseline the sweep is measured but not judged (WARN); after saving one, the

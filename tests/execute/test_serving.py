@@ -61,6 +61,8 @@ def _records(out):
     return {p.stem: json.loads(p.read_text()) for p in out.glob("*/points/*.json")}
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_every_scenario_and_decode_test_runs_through_the_sweep(pytester, tmp_path):
     modes = ["single_stream", "multi_stream", "server", "offline", "pp32", "tg16"]
     out = tmp_path / "runs"
@@ -102,6 +104,8 @@ def test_every_scenario_and_decode_test_runs_through_the_sweep(pytester, tmp_pat
     assert "INT8/FP32" not in text  # no ratios of LoadGen rates or of tokens/s under that name
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_a_slowed_sut_lowers_the_server_rate_and_the_gate_flags_it(pytester, monkeypatch):
     """Each served query sleeps 2 ms more (``PERFSUITE_FAULT=sleep:2``): the tiny CNN's
     ~0.1 ms calls can then sustain at most ~500 queries/s instead of thousands."""

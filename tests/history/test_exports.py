@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from paths import DATA
 
 from perfsuite.cli import main
 from perfsuite.history import exports
@@ -18,7 +19,6 @@ from perfsuite.host.provenance import from_actions, from_git, provenance
 from perfsuite.records import Provenance
 from perfsuite.store.files import read_run
 
-DATA = Path(__file__).parent / "data"
 RUN = DATA / "golden" / "run"
 SCHEMA = {
     "github-action-benchmark": "github-action-benchmark.schema.json",

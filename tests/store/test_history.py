@@ -1,6 +1,6 @@
 """The results history (perfsuite.store.database, history.changes, perfsuite db): the same tests
-on SQLite always and on a real PostgreSQL when $PERFSUITE_TEST_POSTGRES names one (.ci/run
-starts a throwaway cluster)."""
+on SQLite always and on a real PostgreSQL (tests/conftest.py starts a throwaway cluster where
+initdb exists, or $PERFSUITE_TEST_POSTGRES names one)."""
 
 from __future__ import annotations
 
@@ -192,6 +192,7 @@ def _read_whole_runs(url, seconds, out):
     out.write_text(json.dumps(sorted(seen)))
 
 
+@pytest.mark.slow
 def test_importers_annotators_and_readers_at_once_lose_and_duplicate_nothing(store_url, tmp_path):
     """Two importers with overlapping runs, an annotator that also excludes, and a reader,
     all at once on one store: every distinct run lands once, every annotation and exclusion

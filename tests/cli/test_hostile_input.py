@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from history_data import write_run
+from paths import REPO
 
 from perfsuite import cli
 from perfsuite.execute.interpreter import Interpreter
@@ -39,7 +40,7 @@ from perfsuite.writing import NotFinite, NotWritable, SafeTerminal, atomic_write
 pytest_plugins = ["pytester"]
 SECRET = "S3cretTok"
 PID = "m00-fw-fp32-t1-unbound-b1"
-PROFILES = load_profiles(Path(__file__).parents[1] / "pyproject.toml")
+PROFILES = load_profiles(REPO / "pyproject.toml")
 
 
 @pytest.fixture

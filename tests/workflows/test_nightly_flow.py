@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import REPO
 from tools_by_path import load_tool
 
 from perfsuite.store.database import HistoryStore
 
-REPO = Path(__file__).resolve().parents[1]
 NIGHTLY = REPO / ".github" / "workflows" / "nightly.yml"
 SLOW = "mlp8mb-onnxruntime-fp32-t1-unbound-b16"
 GATE_STEP = "Gate on the history"
@@ -78,6 +78,7 @@ def _night(run_workflow, i: int, store: str, out: Path, fault: str = ""):
     )
 
 
+@pytest.mark.slow
 def test_nights_fill_the_history_then_a_step_fails_until_accepted(postgres_url, tmp_path):
     run_workflow = load_tool("run_workflow")
     nights = {}

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from isa_params import isa_params
+from paths import REPO
 
 from perfsuite import kernels
 from perfsuite.host import fingerprint
@@ -145,7 +146,7 @@ def test_bad_input_is_rejected():
 
 
 def test_build_without_compiler_says_so(tmp_path):
-    repo = __import__("pathlib").Path(__file__).resolve().parents[1]
+    repo = REPO
     r = subprocess.run(
         [
             sys.executable,
@@ -167,8 +168,6 @@ def test_build_without_compiler_says_so(tmp_path):
 
 
 # -- the one list of CPU flags (kernels/cpu_features.h: PS_CPU_FLAGS, PS_OS_STATES) ----------
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_every_consumer_reads_the_one_flag_list():

@@ -38,6 +38,7 @@ def test_the_plain_loop_serves_turns():
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_round_in_turns_pairs_the_harness_with_perfsuites_timed_path():
     """Both orders of opening give a finite ratio of perfsuite's throughput to the plain
     loop's (its size is the host's business: the sub-ms CNN's sessions differ by up to 1.8x)."""

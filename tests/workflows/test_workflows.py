@@ -1,10 +1,8 @@
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
+from paths import REPO
 
 
 def test_actionlint_passes_on_workflows():

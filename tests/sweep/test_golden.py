@@ -7,7 +7,7 @@ The run in tests/data/golden/ is a real smoke sweep (small_cnn, ONNX Runtime and
 fp32/int8_static, 1 and 2 threads, Zen 4 VM, 2026-12-06) with its samples thinned to 40 per
 point so it stays small; the expected files were written by the code before the typed-model
 restructuring (issue 28). Regenerate only for an intended output change:
-``python tests/test_golden.py``."""
+``python tests/sweep/test_golden.py``."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from perfsuite.cli import main as cli_main
 from perfsuite.store.files import read_run
 from perfsuite.sweep import run_report
 
-GOLDEN = Path(__file__).parent / "data" / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"  # also run as a script
 EXPECTED = GOLDEN / "expected"
 GATE_FILES = ("gate.json", "gate.md", "gate-junit.xml", "gate.html")
 PNG = re.compile(r"data:image/png;base64,[A-Za-z0-9+/=]+")
