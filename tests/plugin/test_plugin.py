@@ -347,6 +347,7 @@ def test_counters_are_recorded_or_marked_unsupported(sweep, tmp_path):
     assert all(v > 0 for v in c["counts"].values())  # never zeros standing in for "unknown"
 
 
+@pytest.mark.serial  # judges an injected slowdown: an idle host
 def test_injected_slowdown_fails_the_gate_end_to_end(sweep, tmp_path, monkeypatch):
     """Save a baseline, then make every timed call five times as slow: the gate must flag it,
     confirm it on re-measure, and fail the run only when asked (plain pytest never fails on
@@ -492,6 +493,7 @@ def test_a_store_gone_mid_run_loses_nothing_measured(sweep, registry, postgres_u
     assert [r.points for r in HistoryStore(postgres_url).runs()] == [1]
 
 
+@pytest.mark.serial  # judges an injected slowdown: an idle host
 def test_plugin_gate_and_offline_compare_give_the_same_verdicts(sweep, tmp_path, monkeypatch):
     """One baseline/current pair, a per-id threshold in pyproject.toml: the in-run gate and
     `perfsuite compare` (reading the same pyproject.toml) agree point by point. The x5
