@@ -295,6 +295,39 @@ class Warmup(_Record):
     stable: bool
 
 
+class LoadGenSettings(_Record):
+    """What a LoadGen point runs with (``sweep.plan.Profile.loadgen``): the scenario's
+    settings and the server search's, from the profile."""
+
+    latency_bound_ms: Positive
+    min_duration_s: Positive
+    min_query_count: int = Field(ge=0)  # 0: the early-stopping minimum of the scenario
+    target_qps: NonNegative  # 0: estimated from a short latency probe
+    search_steps: int = Field(ge=1)
+    search_precision: Annotated[float, Field(gt=0, lt=1)]
+
+
+class MeasureProtocol(_Record):
+    """What a point's measurement needs, from the sweep to every executor and worker (the
+    one contract across process and host boundaries, as JSON there): the latency or
+    throughput window and its warm-up (``execute.measure``), the sessions, and for a LoadGen
+    point its settings and where its logs go."""
+
+    min_time: NonNegative = 2.0
+    min_samples: int = Field(15, ge=1)
+    warmup_time: NonNegative = 0.5
+    warmup_calls: int = Field(3, ge=1)
+    max_warmup_time: NonNegative = 30.0
+    # warm-up ends when the median of the last 5 calls is within this fraction of the 5
+    # before (or max_warmup_time passes)
+    stable_within: NonNegative = 0.05
+    max_time: NonNegative = 120.0
+    counters: bool = False  # perf stat on the measurement window (execute.counters)
+    sessions: int = Field(1, ge=1)  # fresh framework sessions, measured one after another
+    loadgen: LoadGenSettings | None = None
+    log_dir: str | None = None  # a LoadGen point's logs (relative to the run directory)
+
+
 class RunProtocol(_Record):
     """How a measurement ran: a latency window and its warm-up, a throughput window's items,
     one entry per session, a Spark point's passes, or an A/B point's turns."""

@@ -157,11 +157,13 @@ def test_two_runs_saving_at_once_lose_nothing(tmp_path):
 
 
 def test_protocol_refuses_nan_and_zero():
-    from perfsuite.execute.measure import Protocol
-
-    for bad in ({"min_time": math.nan}, {"max_time": math.inf}, {"sessions": 0}):
-        with pytest.raises(ValueError, match="protocol"):
-            Protocol(**bad)
+    bad_loadgen = {"latency_bound_ms": 0, "min_duration_s": 1, "min_query_count": 0,
+                   "target_qps": 0, "search_steps": 1, "search_precision": 0.1}  # fmt: skip
+    for bad, field in (({"min_time": math.nan}, "min_time"), ({"max_time": math.inf}, "max_time"),
+                       ({"sessions": 0}, "sessions"), ({"loadgen": bad_loadgen}, "latency_bound"),
+                       ({"log_dirr": "x"}, "log_dirr")):  # fmt: skip
+        with pytest.raises(ValueError, match=field):
+            records.MeasureProtocol(**bad)
 
 
 def test_every_written_report_kind_has_a_schema_and_validates(tmp_path):

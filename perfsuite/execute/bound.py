@@ -36,7 +36,7 @@ from perfsuite.host.numa import BindingError
 from perfsuite.host.placement import Placement
 from perfsuite.host.topology import read_topology
 from perfsuite.kernels import triad_best
-from perfsuite.records import Measurement, Point
+from perfsuite.records import Measurement, MeasureProtocol, Point
 
 MECHANISMS = ("auto", "numactl", "syscall")
 
@@ -128,7 +128,7 @@ def bandwidth_matrix(
 
 
 def inference_matrix(
-    point: dict, protocol: dict, topo, *, mechanism: str = "auto", timeout: float = 900
+    point: dict, protocol: MeasureProtocol, topo, *, mechanism: str = "auto", timeout: float = 900
 ) -> dict[tuple[int, int], dict]:
     """Inference stats of one sweep point (its numa_node ignored) for every (CPU node, memory
     node) pair: local vs remote latency and throughput."""
@@ -152,7 +152,7 @@ class BoundWorker(BaseExecutor):
         self._unbound = FreshWorker(timeout)
         self._topo = None
 
-    def run(self, point: Point, protocol: dict) -> Measurement:
+    def run(self, point: Point, protocol: MeasureProtocol) -> Measurement:
         if point.numa_node is None:
             return self._unbound.run(point, protocol)
         if self._topo is None:

@@ -38,14 +38,16 @@ def l3_bytes() -> int | None:
     return caches["L3"].size_bytes if "L3" in caches else None
 
 
-def measure(point: Point, protocol: dict, binding, cpus, t_setup: float) -> records.Measurement:
+def measure(
+    point: Point, protocol: records.MeasureProtocol, binding, cpus, t_setup: float
+) -> records.Measurement:
     variant = llm.prepare(point.model, point.precision, point.framework, cache.cache_dir())
     with llm.open_session(variant, point.threads) as session:
         setup_s = time.perf_counter() - t_setup
         before = calibration.probe()
         llm.run_test(session, point.mode, repetitions=1, min_time=0.0)  # warm-up, discarded
         with Sampler() as sampler:
-            run = llm.run_test(session, point.mode, min_time=protocol.get("min_time", 1.0))
+            run = llm.run_test(session, point.mode, min_time=protocol.min_time)
         speed = records.SpeedAround(before=before, after=calibration.probe())
         settings = dict(session.settings)
     # a prompt's tokens share one pass over the weights: only generation has this roofline

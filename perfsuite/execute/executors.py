@@ -31,14 +31,14 @@ from perfsuite.execute.runner import (
 )
 from perfsuite.prepare.extensions import EXECUTORS as GROUP
 from perfsuite.prepare.extensions import Registry
-from perfsuite.records import Measurement, Point
+from perfsuite.records import Measurement, MeasureProtocol, Point
 
 
 @runtime_checkable
 class Executor(Protocol):
     name: str
 
-    def run(self, point: Point, protocol: dict) -> Measurement:
+    def run(self, point: Point, protocol: MeasureProtocol) -> Measurement:
         """Measure ``point``; raise WorkerError (or a subclass) when it could not be."""
 
     def close(self) -> None:
@@ -71,7 +71,7 @@ class BaseExecutor:
 class InProcess(BaseExecutor):
     name = "in-process"  # its timeout is not enforceable in-process
 
-    def run(self, point: Point, protocol: dict) -> Measurement:
+    def run(self, point: Point, protocol: MeasureProtocol) -> Measurement:
         if point.numa_node is not None:
             raise WorkerError(
                 f"the in-process executor cannot bind to NUMA node {point.numa_node} "
@@ -88,7 +88,7 @@ class FreshWorker(BaseExecutor):
 
     name = "worker"
 
-    def run(self, point: Point, protocol: dict) -> Measurement:
+    def run(self, point: Point, protocol: MeasureProtocol) -> Measurement:
         extensions = runtime_extensions()
         done = [
             run_isolated(run_point_in_worker, extensions, point, one, timeout=self.timeout)
@@ -105,16 +105,17 @@ class Auto(BaseExecutor):
     def __init__(self, timeout: float = 300.0):
         self._bound, self._unbound = FreshWorker(timeout), InProcess(timeout)
 
-    def run(self, point: Point, protocol: dict) -> Measurement:
+    def run(self, point: Point, protocol: MeasureProtocol) -> Measurement:
         chosen = self._unbound if point.numa_node is None else self._bound
         return chosen.run(point, protocol)
 
 
-def per_session(protocol: dict) -> list[dict]:
+def per_session(protocol: MeasureProtocol) -> list[MeasureProtocol]:
     """A one-session protocol for each session of ``protocol`` (a worker each); perf stat
     counts the first window only."""
-    one = {**protocol, "sessions": 1}
-    return [{**one, "counters": False} if i else one for i in range(protocol.get("sessions", 1))]
+    one = protocol.model_copy(update={"sessions": 1})
+    rest = one.model_copy(update={"counters": False})
+    return [one] + [rest] * (protocol.sessions - 1)
 
 
 def isolated(measured: Measurement, how: str) -> Measurement:
@@ -138,7 +139,7 @@ class WithSpark(BaseExecutor):
         self._spark_options = spark_options
         self._spark: Executor | None = None
 
-    def run(self, point: Point, protocol: dict) -> Measurement:
+    def run(self, point: Point, protocol: MeasureProtocol) -> Measurement:
         if not point.spark:
             return self.inner.run(point, protocol)
         if self._spark is None:

@@ -22,7 +22,15 @@ from pydantic import ValidationError
 
 from perfsuite.execute.executors import BaseExecutor
 from perfsuite.execute.isolation import WorkerError, describe_exit, last_line
-from perfsuite.records import Measurement, Point, TurnReply, WorkerReply, dump, one_line
+from perfsuite.records import (
+    Measurement,
+    MeasureProtocol,
+    Point,
+    TurnReply,
+    WorkerReply,
+    dump,
+    one_line,
+)
 
 SNIPPET = """
 import json, sys
@@ -59,10 +67,10 @@ class Interpreter(BaseExecutor):
     def _environ(self) -> dict:
         return {**os.environ, **self.env}
 
-    def _command(self, point: Point, protocol: dict, *run: str) -> list[str]:
-        return [self.python, *SAFE_PATH, *run, json.dumps(dump(point)), json.dumps(protocol)]
+    def _command(self, point: Point, protocol: MeasureProtocol, *run: str) -> list[str]:
+        return [self.python, *SAFE_PATH, *run, json.dumps(dump(point)), json.dumps(dump(protocol))]
 
-    def run(self, point: Point, protocol: dict) -> Measurement:
+    def run(self, point: Point, protocol: MeasureProtocol) -> Measurement:
         """One fresh process of this interpreter measuring ``point``."""
         try:
             proc = subprocess.run(
@@ -86,7 +94,7 @@ class Interpreter(BaseExecutor):
         self.software = reply.software
         return reply.measurement.model_copy(update={"isolation": f"interpreter {self.python}"})
 
-    def turns(self, point: Point, protocol: dict) -> TurnWorker:
+    def turns(self, point: Point, protocol: MeasureProtocol) -> TurnWorker:
         """A ``perfsuite.execute.turns`` process of this interpreter for ``point``, open until
         it is closed (or this executor is)."""
         worker = TurnWorker(self, point, protocol)
@@ -101,7 +109,7 @@ class Interpreter(BaseExecutor):
 class TurnWorker:
     """One ``perfsuite.execute.turns`` process: a request line in, a JSON line out."""
 
-    def __init__(self, interpreter: Interpreter, point: Point, protocol: dict):
+    def __init__(self, interpreter: Interpreter, point: Point, protocol: MeasureProtocol):
         self.label, self.pid, self.timeout = interpreter.label, point.id, interpreter.timeout
         self.err = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())
         cmd = interpreter._command(point, protocol, "-m", "perfsuite.execute.turns")

@@ -8,44 +8,19 @@ streams and in-flight requests); items/s over the window plus request latencies.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from perfsuite import records
 from perfsuite.dispersion import cv
-from perfsuite.records import RunProtocol, Warmup
+from perfsuite.records import MeasureProtocol, RunProtocol, Warmup
 
 P99_MIN_SAMPLES = 100  # below this, p99 is the max of a handful of calls: flagged
 
 
-@dataclass(frozen=True)
-class Protocol:
-    min_time: float = 2.0
-    min_samples: int = 15
-    warmup_time: float = 0.5
-    warmup_calls: int = 3
-    max_warmup_time: float = 30.0
-    stable_within: float = 0.05  # warm-up ends when the median of the last 5 calls is within
-    max_time: float = 120.0  # this fraction of the 5 before (or max_warmup_time passes)
-    counters: bool = False  # perf stat on the measurement window (perfsuite.execute.counters)
-    sessions: int = 1  # fresh framework sessions per point, measured one after another
-
-    def __post_init__(self):
-        # NaN passes every "< limit" test: a NaN min_time would measure until max_time.
-        for name in ("min_time", "warmup_time", "max_warmup_time", "stable_within", "max_time"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise ValueError(f"protocol {name} = {v!r}: must be a finite number >= 0")
-        for name in ("min_samples", "warmup_calls", "sessions"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"protocol {name} = {getattr(self, name)!r}: must be >= 1")
-
-
-def warm_up(call: Callable[[], object], p: Protocol) -> Warmup:
+def warm_up(call: Callable[[], object], p: MeasureProtocol) -> Warmup:
     times: list[float] = []
     t0 = time.perf_counter()
     while True:
@@ -65,7 +40,7 @@ def warm_up(call: Callable[[], object], p: Protocol) -> Warmup:
 
 
 def measure_latency(
-    call: Callable[[], object], p: Protocol, warm: Warmup | None = None
+    call: Callable[[], object], p: MeasureProtocol, warm: Warmup | None = None
 ) -> tuple[list[float], RunProtocol]:
     """Warm up (unless ``warm`` says it was done), then time calls for the window."""
     warm = warm if warm is not None else warm_up(call, p)

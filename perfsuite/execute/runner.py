@@ -25,14 +25,14 @@ from perfsuite.execute import calibration, decoding, serving
 from perfsuite.execute.counters import PerfAttach
 from perfsuite.execute.faults import inject_fault, slowed
 from perfsuite.execute.interference import Sampler
-from perfsuite.execute.measure import Protocol, measure_latency, summarize, warm_up
+from perfsuite.execute.measure import measure_latency, summarize, warm_up
 from perfsuite.host import numa
 from perfsuite.host import placement as pl
 from perfsuite.host.topology import read_topology
 from perfsuite.prepare import models, quantize
 from perfsuite.prepare.backends import BACKENDS, RunConfig, get_backend
 from perfsuite.prepare.quantize import QUANTIZERS
-from perfsuite.records import Point, mode_kind
+from perfsuite.records import MeasureProtocol, Point, mode_kind
 
 
 def place(numa_node: int | None) -> tuple[dict, tuple[int, ...] | None]:
@@ -73,30 +73,33 @@ def load_extensions(modules: list[tuple[str, str | None]]) -> None:
             spec.loader.exec_module(mod)
 
 
-def run_point_in_worker(extensions: list[tuple[str, str | None]], point, protocol: dict):
+def run_point_in_worker(extensions: list[tuple[str, str | None]], point, protocol):
     load_extensions(extensions)
     return run_point(point, protocol)
 
 
-def run_point(point: Point | dict, protocol: dict) -> dict:
-    """Measure ``point`` (a Point, or its JSON from another process) here; the serialised
-    ``Measurement``: the worker contract, read the same by any perfsuite on the other side."""
+def run_point(point: Point | dict, protocol: MeasureProtocol | dict) -> dict:
+    """Measure ``point`` with ``protocol`` (each typed, or its JSON from another process)
+    here; the serialised ``Measurement``: the worker contract, read the same by any perfsuite
+    on the other side."""
     point = Point.model_validate(point)
+    protocol = MeasureProtocol.model_validate(protocol)
     t_setup = time.perf_counter()
     binding, cpus = place(point.numa_node)
     inject_fault()
     return records.dump(measure_point(point, protocol, binding, cpus, t_setup))
 
 
-def measure_in_place(point: Point | dict, protocol: dict) -> dict:
+def measure_in_place(point: Point | dict, protocol: MeasureProtocol | dict) -> dict:
     """measure_point in a process someone else already bound (numactl, bound.run_bound)."""
     point = Point.model_validate(point)
+    protocol = MeasureProtocol.model_validate(protocol)
     binding = numa.current_binding("external")
     cpus = tuple(sorted(os.sched_getaffinity(0)))
     return records.dump(measure_point(point, protocol, binding, cpus, time.perf_counter()))
 
 
-def warmed(session, inputs, point: Point, p: Protocol):
+def warmed(session, inputs, point: Point, p: MeasureProtocol):
     """Warm ``session`` up (``p``'s warm-up); returns ``window(w)``: the samples and protocol of
     one measurement window of ``w``'s length (latency: also its sample count and max_time)."""
     if point.mode == "latency":
@@ -105,7 +108,7 @@ def warmed(session, inputs, point: Point, p: Protocol):
         return lambda w: measure_latency(call, w, warm)
     session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded
 
-    def window(w: Protocol):
+    def window(w: MeasureProtocol):
         run = session.run_throughput(inputs, seconds=w.min_time)
         return run.latencies_s, records.RunProtocol(window_s=run.seconds, items=run.items)
 
@@ -116,7 +119,7 @@ def warmed(session, inputs, point: Point, p: Protocol):
 CONTAMINATED_RETRIES = 2
 
 
-def _measure_session(backend, variant, cfg, inputs, point: Point, p: Protocol, count: bool):
+def _measure_session(backend, variant, cfg, inputs, point: Point, p: MeasureProtocol, count: bool):
     """Open one framework session, warm it up, measure its window (perf stat, when asked and
     ``count``, on the window only), with interference accounting: a contaminated window is
     measured again (``CONTAMINATED_RETRIES``); the machine's speed is probed before the
@@ -155,22 +158,21 @@ def open_point(point: Point, cpus):
 
 
 def measure_point(
-    point: Point, protocol: dict, binding: records.Binding, cpus, t_setup: float
+    point: Point, p: MeasureProtocol, binding: records.Binding, cpus, t_setup: float
 ) -> records.Measurement:
-    """Measure ``protocol["sessions"]`` fresh framework sessions one after another and pool
+    """Measure ``p.sessions`` fresh framework sessions one after another and pool
     their samples (``pool_sessions``). A new session re-draws memory layout and thread
     start-up, so the per-session medians (kept in the record) show spread that one session
     cannot (docs/measurements/2026-12-05-zen4-process-spread.md); what a process draws once
     (``executors.FreshWorker``) they do not show."""
     kind = mode_kind(point.mode)
     if kind == "decode":
-        return decoding.measure(point, protocol, binding, cpus, t_setup)
+        return decoding.measure(point, p, binding, cpus, t_setup)
     if kind == "loadgen":
         with threadpool_limits(point.threads // point.streams):
             opened = open_point(point, cpus)
             about = model_info(*opened[:2])
-            return serving.measure(point, protocol, opened, about, binding, cpus, t_setup)
-    p = Protocol(**protocol)
+            return serving.measure(point, p, opened, about, binding, cpus, t_setup)
     parts = []
     with threadpool_limits(point.threads):
         model, variant, cfg, backend, inputs = open_point(point, cpus)

@@ -49,19 +49,19 @@ class ServingError(RuntimeError):
     """A LoadGen point that cannot run as set up: one line, an error for the point."""
 
 
-def settings_for(point: Point, loadgen: dict) -> serve.ScenarioSettings:
+def settings_for(point: Point, loadgen: records.LoadGenSettings) -> serve.ScenarioSettings:
     """The point's LoadGen settings from the profile's (``Profile.loadgen``)."""
     try:
         return serve.ScenarioSettings(
             scenario=point.mode,
-            latency_bound_ms=loadgen["latency_bound_ms"],
-            target_qps=loadgen["target_qps"] or None,
-            min_duration_s=loadgen["min_duration_s"],
-            min_query_count=loadgen["min_query_count"] or EARLY_STOPPING_QUERIES[point.mode],
+            latency_bound_ms=loadgen.latency_bound_ms,
+            target_qps=loadgen.target_qps or None,
+            min_duration_s=loadgen.min_duration_s,
+            min_query_count=loadgen.min_query_count or EARLY_STOPPING_QUERIES[point.mode],
             performance_sample_count=SAMPLES,
             # LoadGen stops issuing here even before min_duration: room for the server search
             # to go down to ~4 queries/s with 600 queries (a slowed SUT still gets a rate)
-            max_duration_s=max(2 * loadgen["min_duration_s"] + 60, 180.0),
+            max_duration_s=max(2 * loadgen.min_duration_s + 60, 180.0),
         )
     except serve.SettingsError as exc:
         raise ServingError(f"{point.id}: {exc}") from None
@@ -75,12 +75,17 @@ def split_cpus(cpus, streams: int) -> list[tuple[int, ...] | None]:
     return [tuple(cpus[i * share : (i + 1) * share]) or tuple(cpus) for i in range(streams)]
 
 
-def measure(point: Point, protocol: dict, opened, about, binding, cpus, t_setup: float):
+def measure(
+    point: Point, protocol: records.MeasureProtocol, opened, about, binding, cpus, t_setup: float
+):
     """Open ``point.streams`` sessions of ``opened`` (``runner.open_point``), warm each up,
-    run LoadGen (a server point: the rate search) with its logs under protocol["log_dir"]."""
+    run LoadGen (a server point: the rate search) with its logs under ``protocol.log_dir``."""
     model, variant, cfg, backend, _ = opened
-    settings = settings_for(point, protocol["loadgen"])
-    log_dir = Path(protocol["log_dir"])
+    loadgen = protocol.loadgen
+    if loadgen is None or protocol.log_dir is None:
+        raise ServingError(f"{point.id}: a LoadGen point needs its settings and log directory")
+    settings = settings_for(point, loadgen)
+    log_dir = Path(protocol.log_dir)
     inputs = [model.inputs(point.batch, seed=i) for i in range(SAMPLES)]
     per_stream = point.threads // point.streams
     with ExitStack() as stack:
@@ -99,7 +104,7 @@ def measure(point: Point, protocol: dict, opened, about, binding, cpus, t_setup:
             )
             for chunk in split_cpus(cpus, point.streams)
         ]
-        call_s = [_warm_up(s, inputs, protocol.get("warmup_calls", 3)) for s in sessions]
+        call_s = [_warm_up(s, inputs, protocol.warmup_calls) for s in sessions]
         if point.mode in ("single_stream", "multi_stream"):
             # LoadGen pre-generates min_duration / expected latency queries: a guess too high
             # runs out of queries before min_duration and the run is INVALID for it; too low
@@ -119,7 +124,7 @@ def measure(point: Point, protocol: dict, opened, about, binding, cpus, t_setup:
         workers = [_worker(s, inputs, delay) for s in sessions]
         before = calibration.probe()
         with Sampler() as sampler:
-            runs, best, search = _run(point, settings, workers, log_dir, protocol["loadgen"])
+            runs, best, search = _run(point, settings, workers, log_dir, loadgen)
         speed = records.SpeedAround(before=before, after=calibration.probe())
         settings_seen = dict(sessions[0].settings)
     if search is not None and search.best is None:  # no rate to report: an error, logs kept
@@ -130,7 +135,7 @@ def measure(point: Point, protocol: dict, opened, about, binding, cpus, t_setup:
         raise ServingError(f"{point.id}: LoadGen completed no queries")
     record = records.LoadGenRecord(
         scenario=point.mode,
-        settings={**protocol["loadgen"], "performance_sample_count": SAMPLES},
+        settings={**records.dump(loadgen), "performance_sample_count": SAMPLES},
         workers=point.streams,
         runs=[_run_record(r, log_dir) for r in runs],
         best=best,
@@ -177,7 +182,7 @@ def _worker(session, inputs, delay_s: float = 0.0):
     return serve_samples
 
 
-def _run(point: Point, settings, workers, log_dir: Path, loadgen: dict):
+def _run(point: Point, settings, workers, log_dir: Path, loadgen: records.LoadGenSettings):
     """(runs, index of the reported VALID one or None, the search or None)."""
     if point.mode == "server":
         search = serve.search_server_rate(
@@ -188,8 +193,8 @@ def _run(point: Point, settings, workers, log_dir: Path, loadgen: dict):
             # below this rate a run cannot issue its minimum queries before max_duration: it
             # would be INVALID for that, not for its latency
             lo_qps=settings.min_query_count / (0.9 * settings.max_duration_s),
-            max_steps=loadgen["search_steps"],
-            rel_precision=loadgen["search_precision"],
+            max_steps=loadgen.search_steps,
+            rel_precision=loadgen.search_precision,
         )
         runs = list(search.steps)
         best = None if search.best is None else runs.index(search.best)

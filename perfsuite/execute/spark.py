@@ -42,7 +42,7 @@ from perfsuite.host import placement
 from perfsuite.host.topology import read_topology
 from perfsuite.prepare import accuracy, models, quantize
 from perfsuite.prepare.backends import get_backend
-from perfsuite.records import Measurement, Point
+from perfsuite.records import Measurement, MeasureProtocol, Point
 
 ENV_MASTER = "PERFSUITE_SPARK_MASTER"
 MIN_RUNS = 3  # measured passes over the dataset, after one warm-up pass
@@ -207,7 +207,7 @@ class SparkExecutor(BaseExecutor):
 
     # -- one point ------------------------------------------------------------------------------
 
-    def run(self, point: Point, protocol: dict) -> Measurement:
+    def run(self, point: Point, protocol: MeasureProtocol) -> Measurement:
         spec = point.spark
         if not spec:
             raise WorkerError(
@@ -262,11 +262,11 @@ class SparkExecutor(BaseExecutor):
             wall = time.perf_counter() - t0
         return wall, _parse(rows)
 
-    def _measure(self, point: Point, protocol, model, variant, job) -> Measurement:
+    def _measure(self, point: Point, protocol: MeasureProtocol, model, variant, job) -> Measurement:
         cold_s, cold = self._pass(point, model, job)  # warm-up: workers, imports, sessions
         local = is_loopback(self.spark.sparkContext.master)
         walls, latencies, windows, discarded, last = [], [], [], [], cold
-        while len(walls) < MIN_RUNS or sum(walls) < protocol["min_time"]:
+        while len(walls) < MIN_RUNS or sum(walls) < protocol.min_time:
             for attempt in range(1 + CONTAMINATED_RETRIES):
                 with Sampler(tree=True) as sampler:
                     wall, got = self._pass(point, model, job)

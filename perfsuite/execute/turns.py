@@ -19,17 +19,16 @@ from dataclasses import replace
 
 from threadpoolctl import threadpool_limits
 
-from perfsuite.execute.measure import Protocol
 from perfsuite.execute.runner import model_info, open_point, place, warmed
 from perfsuite.prepare.backends import software_versions
-from perfsuite.records import Point, dump
+from perfsuite.records import MeasureProtocol, Point, dump
 
 
-def serve(point: Point | dict, protocol: dict, say, lines) -> None:
+def serve(point: Point | dict, protocol: MeasureProtocol | dict, say, lines) -> None:
     point = Point.model_validate(point)  # the JSON of the side that started this worker
     t0 = time.perf_counter()
     binding, cpus = place(point.numa_node)
-    p = Protocol(**protocol)
+    p = MeasureProtocol.model_validate(protocol)  # typed, or the JSON of that side
     with threadpool_limits(point.threads):
         model, variant, cfg, backend, inputs = open_point(point, cpus)
         cfg = replace(cfg, options={**backend.turn_options, **cfg.options})
@@ -39,7 +38,7 @@ def serve(point: Point | dict, protocol: dict, say, lines) -> None:
             for line in lines:
                 cmd, _, arg = line.strip().partition(" ")
                 if cmd == "turn":
-                    samples, _ = window(Protocol(min_time=float(arg), min_samples=1))
+                    samples, _ = window(MeasureProtocol(min_time=float(arg), min_samples=1))
                     say({"samples_s": samples})
                 elif cmd == "stop":
                     break

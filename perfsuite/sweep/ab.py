@@ -23,7 +23,7 @@ from perfsuite.execute.interpreter import Interpreter
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.measure import summarize
 from perfsuite.gate.paired import judge_ratios
-from perfsuite.records import Point
+from perfsuite.records import MeasureProtocol, Point
 from perfsuite.store.files import SUMMARY
 from perfsuite.sweep.session import run_summary
 from perfsuite.writing import write_json
@@ -52,13 +52,14 @@ class Measured:
     software: dict
 
 
-def measure(side: Side, point: Point, protocol: dict, timeout: float) -> Measured:
+def measure(side: Side, point: Point, protocol: MeasureProtocol, timeout: float) -> Measured:
     """One fresh process of ``side`` measuring ``point``."""
     with side.executor(timeout) as executor:
         return Measured(executor.run(point, protocol), executor.software)
 
 
-def measure_turns(a: Side, b: Side, point: Point, protocol: dict, turns: int, turn_s: float,
+def measure_turns(a: Side, b: Side, point: Point, protocol: MeasureProtocol, turns: int,
+                  turn_s: float,
                   r: int, timeout: float) -> dict[str, Measured]:  # fmt: skip
     """One call-interleaved round: a fresh worker per side, both opened and warmed up (one
     after the other, so neither warms up beside the other), one untimed turn each (the
@@ -116,7 +117,7 @@ class AbRun:
     errors: dict = field(default_factory=dict)
 
 
-def run(points: list[Point], protocol: dict, a: Side, b: Side, rounds: int, *,
+def run(points: list[Point], protocol: MeasureProtocol, a: Side, b: Side, rounds: int, *,
         timeout: float, progress=None, out: AbRun | None = None, start: int = 0,
         turns: int = 0, turn_s: float = 0.01) -> AbRun:  # fmt: skip
     """Rounds ``start`` .. ``rounds - 1``, each measuring every point on both sides, into
@@ -153,7 +154,8 @@ def run(points: list[Point], protocol: dict, a: Side, b: Side, rounds: int, *,
     return out
 
 
-def run_sequential(points: list[Point], protocol: dict, a: Side, b: Side, plan, cfg, *,
+def run_sequential(points: list[Point], protocol: MeasureProtocol, a: Side, b: Side, plan,
+                   cfg, *,
                    timeout: float, progress=None, on_look=None, turns: int = 0,
                    turn_s: float = 0.01) -> tuple[AbRun, list]:  # fmt: skip
     """Rounds in the groups of ``plan`` (``gate.paired.looks``), judged after each group;

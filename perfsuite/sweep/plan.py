@@ -19,7 +19,14 @@ from perfsuite.host.topology import Topology
 from perfsuite.prepare import quantize  # quantize.PRECISIONS: read on each use (entry points)
 from perfsuite.prepare.backends import BACKENDS, get_backend
 from perfsuite.prepare.models import names as model_names
-from perfsuite.records import SPARK_PATTERNS, Point, SparkSpec, mode_kind
+from perfsuite.records import (
+    SPARK_PATTERNS,
+    LoadGenSettings,
+    MeasureProtocol,
+    Point,
+    SparkSpec,
+    mode_kind,
+)
 
 LIST_KEYS = ("models", "frameworks", "precisions", "threads", "numa_nodes", "batch", "mode")
 # Optional keys, so profiles written before Spark points, instruction counts and LoadGen
@@ -93,26 +100,28 @@ class Profile:
         """The server scenario's p99 latency bound for ``model``."""
         return dict(self.latency_bound_ms).get(model, MLPERF_BOUNDS_MS.get(model, 15.0))
 
-    def loadgen(self, model: str) -> dict:
+    def loadgen(self, model: str) -> LoadGenSettings:
         """What a LoadGen point runs with (``perfsuite.serve.ScenarioSettings`` and the
-        server search): the profile's settings, passed to the worker as plain data."""
-        return {
-            "latency_bound_ms": self.bound_ms(model),
-            "min_duration_s": self.loadgen_min_duration,
-            "min_query_count": self.loadgen_min_queries,
-            "target_qps": self.server_target_qps,
-            "search_steps": self.search_steps,
-            "search_precision": self.search_precision,
-        }
+        server search): the profile's settings."""
+        return LoadGenSettings(
+            latency_bound_ms=self.bound_ms(model),
+            min_duration_s=self.loadgen_min_duration,
+            min_query_count=self.loadgen_min_queries,
+            target_qps=self.server_target_qps,
+            search_steps=self.search_steps,
+            search_precision=self.search_precision,
+        )
 
-    def protocol(self, *, counters: bool = False, sessions: int | None = None) -> dict:
+    def protocol(self, *, counters: bool = False, sessions: int | None = None) -> MeasureProtocol:
         """The measurement protocol a point runs with (``perfsuite.execute.measure``)."""
-        keys = ("min_time", "min_samples", "warmup_time", "warmup_calls")
-        return {
-            **{k: getattr(self, k) for k in keys},
-            "counters": counters,
-            "sessions": self.sessions if sessions is None else sessions,
-        }
+        return MeasureProtocol(
+            min_time=self.min_time,
+            min_samples=self.min_samples,
+            warmup_time=self.warmup_time,
+            warmup_calls=self.warmup_calls,
+            counters=counters,
+            sessions=self.sessions if sessions is None else sessions,
+        )
 
 
 def parse_spark(spec: str, cores: int) -> SparkSpec | None:

@@ -124,15 +124,17 @@ class PerfSession:
         if not keep:
             head["remeasure"] = True
         try:
-            protocol = self.profile.protocol(counters=self.counters)
-            if mode_kind(point.mode) != "window":  # one LoadGen run or search, one decode run
-                protocol["sessions"] = 1
+            one_run = mode_kind(point.mode) != "window"  # a LoadGen run or search, a decode run
+            protocol = self.profile.protocol(
+                counters=self.counters, sessions=1 if one_run else None
+            )
             if mode_kind(point.mode) == "loadgen":
-                protocol["loadgen"] = self.profile.loadgen(point.model)
                 where = self.run_dir / "loadgen" / point.id
                 if not keep:  # a confirmation re-measure must not overwrite the run's logs
                     where = where / f"remeasure-{time.time_ns()}"
-                protocol["log_dir"] = str(where)
+                protocol = protocol.model_copy(
+                    update={"loadgen": self.profile.loadgen(point.model), "log_dir": str(where)}
+                )
             measured = records.dump(self.executor.run(point, protocol))
         except WorkerError as exc:
             first = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__

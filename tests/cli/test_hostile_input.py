@@ -22,7 +22,7 @@ from perfsuite import cli
 from perfsuite.execute.interpreter import Interpreter
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.host.provenance import provenance
-from perfsuite.records import Point, Provenance
+from perfsuite.records import MeasureProtocol, Point, Provenance
 from perfsuite.serve import MAX_SCHEDULED_QUERIES, ScenarioSettings, SettingsError
 from perfsuite.store import open_store
 from perfsuite.store.database import StoreError, open_history
@@ -384,9 +384,9 @@ def test_messages_say_what_happened(tmp_path, run_dir, capsys):
     for script in (slow, killed):
         script.chmod(0o755)
     with pytest.raises(WorkerError, match="timed out after 0.5 s"):
-        Interpreter(timeout=0.5, python=str(slow)).run(point, {})
+        Interpreter(timeout=0.5, python=str(slow)).run(point, MeasureProtocol())
     with pytest.raises(WorkerError, match="killed by signal SIGKILL"):
-        Interpreter(timeout=10, python=str(killed)).run(point, {})
+        Interpreter(timeout=10, python=str(killed)).run(point, MeasureProtocol())
     (rec,) = (run_dir / "points").glob("*.json")
     rec.write_text(rec.read_text()[:50])
     assert main(["export", str(run_dir), "--format", "bmf"]) == 2

@@ -10,14 +10,14 @@ import pytest
 
 from perfsuite.execute import executors
 from perfsuite.execute.isolation import WorkerResult
-from perfsuite.records import Point
+from perfsuite.records import MeasureProtocol, Point
 
 pytest.importorskip("onnxruntime")
 
 POINT = Point(model="small_cnn", framework="onnxruntime", precision="fp32", threads=1,
               batch=1, mode="latency")  # fmt: skip
-PROTOCOL = {"min_time": 0.05, "min_samples": 10, "warmup_time": 0.02, "warmup_calls": 3,
-            "counters": False, "sessions": 3}  # fmt: skip
+PROTOCOL = MeasureProtocol(min_time=0.05, min_samples=10, warmup_time=0.02, warmup_calls=3,
+                           sessions=3)  # fmt: skip
 
 
 def _pid_and_record(point, protocol):
@@ -42,9 +42,11 @@ def test_each_session_runs_in_a_process_of_its_own(monkeypatch):
         return WorkerResult(record, res.seconds, res.teardown_hung)
 
     monkeypatch.setattr(executors, "run_isolated", spy)
-    rec = executors.FreshWorker(timeout=120).run(POINT, {**PROTOCOL, "counters": True})
-    assert [c["sessions"] for c in calls] == [1, 1, 1]
-    assert [c["counters"] for c in calls] == [True, False, False]  # perf stat: first window
+    rec = executors.FreshWorker(timeout=120).run(
+        POINT, PROTOCOL.model_copy(update={"counters": True})
+    )
+    assert [c.sessions for c in calls] == [1, 1, 1]
+    assert [c.counters for c in calls] == [True, False, False]  # perf stat: first window
     assert rec.isolation == "worker" and len(rec.session_medians_s) == 3
     assert len(set(pids)) == 3 and os.getpid() not in pids
     assert len(rec.interference.sessions) == len(rec.calibration.sessions) == 3
@@ -88,10 +90,12 @@ def test_a_bound_worker_measures_each_session_in_a_bound_process():
 
     point = POINT.but(numa_node=0)
     with BoundWorker(timeout=120, mechanism="syscall") as ex:
-        rec = ex.run(point, {**PROTOCOL, "sessions": 2})
+        rec = ex.run(point, PROTOCOL.model_copy(update={"sessions": 2}))
         assert rec.isolation == "bound worker (syscall)"
         assert len(rec.session_medians_s) == 2 and rec.binding.mechanism == "external"
-        assert ex.run(POINT, {**PROTOCOL, "sessions": 1}).isolation == "worker"  # unbound
+        assert (
+            ex.run(POINT, PROTOCOL.model_copy(update={"sessions": 1})).isolation == "worker"
+        )  # unbound
 
 
 def test_another_interpreter_runs_a_point_and_serves_turns():
@@ -100,7 +104,7 @@ def test_another_interpreter_runs_a_point_and_serves_turns():
     point = POINT
     with executors.get_executor("interpreter", timeout=120, python=sys.executable,
                                 label="side x") as ex:  # fmt: skip
-        rec = ex.run(point, {**PROTOCOL, "sessions": 1})
+        rec = ex.run(point, PROTOCOL.model_copy(update={"sessions": 1}))
         assert rec.isolation == f"interpreter {sys.executable}" and ex.software
         worker = ex.turns(point, PROTOCOL)
         assert worker.ask(None).ready and len(worker.ask("turn 0.01").samples_s) >= 1

@@ -28,8 +28,7 @@ pytest.importorskip("onnxruntime")
 pytest_plugins = ["pytester"]
 NO_SPARK = java_problem()
 needs_spark = pytest.mark.skipif(NO_SPARK is not None, reason=str(NO_SPARK))
-PROTOCOL = {"min_time": 0.01, "min_samples": 1, "warmup_time": 0, "warmup_calls": 0,
-            "counters": False, "sessions": 1}  # fmt: skip
+PROTOCOL = records.MeasureProtocol(min_time=0.01, min_samples=1, warmup_time=0, warmup_calls=1)
 ITEMS = 24
 
 

@@ -115,6 +115,18 @@ def test_centred_sqnr_sees_what_cosine_misses():
     assert accuracy.centred_sqnr_db(ref, ref + 0.001 * rng.standard_normal((16, 100))) > 35
 
 
+def test_centred_sqnr_is_finite_at_its_limits():
+    """Identical outputs read as float32's limit, not infinity (which no JSON reader takes);
+    a constant reference is 0 dB matched, the lower limit otherwise."""
+    ref = np.random.default_rng(1).standard_normal((8, 10))
+    limit = accuracy.SQNR_LIMIT_DB
+    assert accuracy.centred_sqnr_db(ref, ref) == pytest.approx(limit) and 144 < limit < 145
+    assert accuracy.centred_sqnr_db(ref, ref + 1e-30) == pytest.approx(limit)
+    flat = np.ones((8, 10))
+    assert accuracy.centred_sqnr_db(flat, flat) == 0.0
+    assert accuracy.centred_sqnr_db(flat, flat + ref) == -limit
+
+
 def test_unsupported_combinations_say_why(cnn):
     with pytest.raises(Unsupported, match="int8_dynamic .*has no openvino path"):
         quantize.prepare(cnn, "int8_dynamic", "openvino")

@@ -285,7 +285,9 @@ def test_inference_matrix_on_this_host():
         "batch": 1,
         "mode": "latency",
     }
-    protocol = {"min_time": 0.05, "min_samples": 10, "warmup_time": 0.02, "warmup_calls": 2}
+    protocol = records.MeasureProtocol(
+        min_time=0.05, min_samples=10, warmup_time=0.02, warmup_calls=2
+    )
     m = bound.inference_matrix(point, protocol, HOST, timeout=300)
     assert set(m) == set(placement.matrix(HOST))
     assert all(s.throughput_ips > 0 and s.n >= 10 for s in m.values())

@@ -220,7 +220,7 @@ def test_the_qualification_profile_has_a_server_and_a_tg_point():
     prof = select_profile(load_profiles(), "qualification", {})
     modes = {(a.models, a.mode) for a in prof.also}
     assert modes == {(("resnet50",), ("server",)), (("llm_small",), ("tg128",))}
-    assert prof.loadgen("resnet50")["latency_bound_ms"] == 100.0
+    assert prof.loadgen("resnet50").latency_bound_ms == 100.0
     assert prof.loadgen_min_duration == 3.0
     assert (prof.search_steps, prof.search_precision) == (6, 0.1)
 
