@@ -134,10 +134,7 @@ def _check_outputs(config) -> None:
 
 def history_url(config) -> str | None:
     """Where runs are recorded: --perf-store, else $PERFSUITE_STORE; None: nowhere."""
-    given = config.getoption("perf_store")
-    if given is not None and not given.strip():  # not silently the environment's or none
-        raise StoreError("--perf-store '': an empty URL (leave the option out for none)")
-    return given or os.environ.get(database.ENV) or None
+    return config.getoption("perf_store") or os.environ.get(database.ENV) or None
 
 
 class _LazySession:

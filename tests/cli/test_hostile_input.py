@@ -412,3 +412,14 @@ def test_the_plugin_ends_an_empty_plan_with_no_tests_collected(args, pytester):
     r = pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider")
     assert r.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     assert "plans nothing to measure" in r.stdout.str() + r.stderr.str()
+
+
+@pytest.mark.parametrize(
+    "store,says",
+    [("", "an empty URL"), ("sqlite://", "in memory"), ("sqlite:///:memory:", "in memory")],
+)
+def test_the_plugin_refuses_a_store_that_keeps_nothing_before_measuring(store, says, pytester):
+    pytester.makepyfile("def test_sweep(perf_point, perf_run):\n    perf_run(perf_point)\n")
+    r = pytester.runpytest_subprocess(f"--perf-store={store}", "--perf-profile", "smoke")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert says in r.stdout.str() + r.stderr.str() and not list(pytester.path.glob("perf-results"))
