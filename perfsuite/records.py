@@ -91,6 +91,17 @@ DECODE_TEST = re.compile(r"^(pp|tg)([1-9][0-9]{0,4})$")
 MODES = WINDOW_MODES + SCENARIOS + ("pp<N>", "tg<N>")
 
 
+def decode_test(name: str) -> tuple[Literal["pp", "tg"], int]:
+    """``"pp512"`` -> ``("pp", 512)``: the one reading of a decode test's name (the plan,
+    the LLM bench and the decode executor); a malformed one raises ValueError in one line."""
+    match = DECODE_TEST.match(name)
+    if not match:
+        raise ValueError(
+            f"bad LLM test name {name!r}: expected pp<N> or tg<N> with N from 1 to 99999"
+        )
+    return match.group(1), int(match.group(2))  # type: ignore[return-value]
+
+
 def mode_kind(mode: str) -> Literal["window", "loadgen", "decode"]:
     if mode in WINDOW_MODES:
         return "window"

@@ -51,7 +51,8 @@ def measure(
         speed = records.SpeedAround(before=before, after=calibration.probe())
         settings = dict(session.settings)
     # a prompt's tokens share one pass over the weights: only generation has this roofline
-    generating = point.mode.startswith("tg")
+    kind, tokens = records.decode_test(point.mode)
+    generating = kind == "tg"
     bandwidth = triad_gbs(point.threads) if generating else None
     roof = bandwidth and llm.roofline(variant.weight_bytes_per_token, bandwidth, l3_bytes() or 0)
     decode = records.DecodeRecord(
@@ -67,7 +68,7 @@ def measure(
         cache_resident=roof.cache_resident if roof else None,
     )
     samples = [float(x) for x in run.samples_s]
-    items = 1 if point.mode.startswith("tg") else int(point.mode[2:])  # tokens per sample
+    items = 1 if generating else tokens  # tokens per sample
     return one_window(
         samples,
         items,

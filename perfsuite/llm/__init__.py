@@ -6,7 +6,6 @@ from perfsuite.llm.bench import (
     LogitsAgreement,
     Roofline,
     accuracy,
-    parse_test,
     roofline,
     run_test,
 )
@@ -35,7 +34,6 @@ __all__ = [
     "Variant",
     "accuracy",
     "open_session",
-    "parse_test",
     "prepare",
     "roofline",
     "run_test",

@@ -3,7 +3,6 @@ decode, and the agreement of a quantized variant's logits with fp32."""
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,17 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from perfsuite.llm.variants import open_session, prepare
+from perfsuite.records import decode_test
 
 TG_PROMPT = 16  # the short prompt a tg test decodes after (its prefill is part of TTFT)
-_TEST_NAME = re.compile(r"(pp|tg)([0-9]+)")
-
-
-def parse_test(name: str) -> tuple[str, int]:
-    """``"pp512"`` -> ``("pp", 512)``; a malformed name raises ValueError in one line."""
-    match = _TEST_NAME.fullmatch(name)
-    if not match or int(match.group(2)) < 1:
-        raise ValueError(f"bad LLM test name {name!r}: expected pp<N> or tg<N> with N >= 1")
-    return match.group(1), int(match.group(2))
 
 
 @dataclass(frozen=True)
@@ -49,7 +40,7 @@ def run_test(
 ) -> DecodeRun:
     """Run ``pp<N>`` or ``tg<N>``; without ``repetitions``, repeat until ``min_time`` s
     (at least once for tg, three times for pp)."""
-    kind, n = parse_test(test)
+    kind, n = decode_test(test)
     spec = session.spec
     if kind == "pp":
         session.check_fits(n, 0)

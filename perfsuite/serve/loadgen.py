@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perfsuite.records import SCENARIOS
 from perfsuite.serve.summary import FieldValue, parse_summary
 
-SCENARIOS = ("single_stream", "multi_stream", "server", "offline")
 Worker = Callable[[list[int]], None]
 
 # MLPerf's latency percentiles per scenario (the server one is the p99 latency bound).

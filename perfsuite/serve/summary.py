@@ -21,7 +21,10 @@ _BULLET_SECTIONS = {
     "TTFT Early Stopping Result:",
     "TPOT Early Stopping Result:",
 }
-_ERRORS = re.compile(r"^\d+ (ERRORS|warnings) encountered", re.IGNORECASE)
+_ERRORS = re.compile(r"^\d+ ERRORS encountered")
+# "2 warnings encountered. See detailed log." can close a VALID run: kept as a field, not a
+# reason (a reason explains an INVALID result)
+_WARNINGS = re.compile(r"^\d+ warnings encountered")
 _ESTIMATE = re.compile(r"^\* (Early stopping .*percentile estimate)\s*:\s*(\S+)$")
 
 
@@ -72,6 +75,9 @@ def parse_summary(text: str) -> tuple[dict[str, FieldValue], bool, list[str]]:
         section = None
         if _ERRORS.match(stripped):
             errors.append(stripped)
+            continue
+        if _WARNINGS.match(stripped):
+            fields.setdefault("Warnings", stripped)
             continue
         key, colon, value = stripped.partition(":")
         if colon and key.strip() and value.strip():

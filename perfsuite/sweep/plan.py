@@ -25,6 +25,7 @@ from perfsuite.records import (
     MeasureProtocol,
     Point,
     SparkSpec,
+    decode_test,
     mode_kind,
 )
 
@@ -245,7 +246,7 @@ def _check_context(models, modes) -> None:
     for model in (m for m in models if m in llm.MODELS):
         context = llm.MODELS[model].max_context
         for mode in (m for m in modes if mode_kind(m) == "decode"):
-            kind, n = llm.parse_test(mode)
+            kind, n = decode_test(mode)
             tokens = n if kind == "pp" else llm.bench.TG_PROMPT + n
             if tokens > context:
                 raise PlanError(

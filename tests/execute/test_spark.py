@@ -200,7 +200,10 @@ def test_spark_point_bound_to_a_node_runs_its_workers_there(spark_exec):
 def test_spark_point_bound_without_numactl_is_one_line_error(spark_exec, monkeypatch):
     import perfsuite.execute.spark_numa as spark_numa
 
-    monkeypatch.setattr(spark_numa.shutil, "which", lambda name: None)  # hide numactl
+    real = spark_numa.shutil.which  # hide numactl only: Spark's own start looks for java
+    monkeypatch.setattr(
+        spark_numa.shutil, "which", lambda name, *a, **k: None if name == "numactl" else real(name)
+    )
     with pytest.raises(WorkerError, match=r"needs numactl \(apt install numactl\)"):
         _run(spark_exec, _point("partition", slots=1, node=0))
 

@@ -17,13 +17,13 @@ from perfsuite.llm import (
     Unsupported,
     accuracy,
     open_session,
-    parse_test,
     prepare,
     roofline,
     run_test,
     why_not,
 )
 from perfsuite.llm.bench import agreement_of, teacher_forced_logits
+from perfsuite.records import decode_test
 
 onnx = pytest.importorskip("onnx", reason="the LLM decoder is built as ONNX")
 pytest.importorskip("onnxruntime", reason="ONNX Runtime is a framework under test")
@@ -145,12 +145,12 @@ def test_bench_pp_and_tg_give_consistent_positive_numbers(cache, framework):
     session.close()
 
 
-@pytest.mark.parametrize("name", ["tg0", "xx12", "pp", "pp-3", "PP12"])
+@pytest.mark.parametrize("name", ["tg0", "xx12", "pp", "pp-3", "PP12", "tg100000", "tg012"])
 def test_bad_test_names_raise_one_line(name):
     with pytest.raises(ValueError, match="bad LLM test name") as error:
-        parse_test(name)
+        decode_test(name)
     assert "\n" not in str(error.value)
-    assert parse_test("pp512") == ("pp", 512) and parse_test("tg128") == ("tg", 128)
+    assert decode_test("pp512") == ("pp", 512) and decode_test("tg128") == ("tg", 128)
 
 
 def test_prompt_longer_than_context_raises(cache):

@@ -143,6 +143,18 @@ def test_parse_single_stream_valid_has_early_stopping_estimate_and_no_reasons():
     assert fields["Scenario"] == "SingleStream"
 
 
+def test_parse_keeps_warnings_of_a_valid_run_out_of_its_reasons():
+    """LoadGen can close a VALID run with "N warnings encountered": no reason (a reason
+    explains an INVALID result), kept as a field; an ERRORS line stays a reason."""
+    warned = SINGLE_STREAM_VALID.replace(
+        "No warnings encountered during test.", "2 warnings encountered. See detailed log."
+    )
+    fields, valid, reasons = parse_summary(warned)
+    assert valid and reasons == [] and fields["Warnings"].startswith("2 warnings")
+    failed = warned.replace("No errors encountered during test.", "3 ERRORS encountered.")
+    assert parse_summary(failed)[2] == ["3 ERRORS encountered."]
+
+
 def test_parse_rejects_other_text():
     with pytest.raises(ValueError, match="not a LoadGen summary"):
         parse_summary("hello: world\n")
