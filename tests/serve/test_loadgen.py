@@ -227,7 +227,10 @@ def test_multi_stream_headline_is_per_query_latency(tmp_path):
     assert run.valid, run.reasons
     assert set(calls) == {2}  # one batch per query
     assert run.headline.name == "Early stopping 99.0th percentile estimate (s)"
-    assert 0.0019 < run.headline.value < 0.008
+    # per query: both samples (>= 2 ms). The upper bound catches a wrong unit or a total, not
+    # speed: on the shared Zen 5 VM this p99 read 8.3 ms alone and 9.5 ms beside another
+    # test run, past the 8 ms bound it had (docs/measurements/2026-12-07-zen5-test-suite.md)
+    assert 0.0019 < run.headline.value < 0.05
 
 
 @pytest.mark.serial  # wall-clock bounds on 1-2 ms sleeps: an idle host
