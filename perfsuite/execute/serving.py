@@ -206,13 +206,9 @@ def _run(point: Point, settings, workers, log_dir: Path, loadgen: records.LoadGe
 
 
 def _run_record(run, log_dir: Path) -> records.LoadGenRun:
-    """A ``serve.LoadGenRun`` as the result record keeps it (logs relative to the run)."""
-    h = run.headline
-    usable = h is not None and math.isfinite(h.value) and h.value > 0
-    headline = usable and records.Headline(
-        name=h.name, value=h.value, unit=h.unit, higher_is_better=h.higher_is_better,
-        gated=run.valid and run.scenario in ("server", "offline"),  # an INVALID rate is no rate
-    )  # fmt: skip
+    """A ``serve.ScenarioRun`` as the result record keeps it (logs relative to the run)."""
+    gated = run.valid and run.scenario in ("server", "offline")  # an INVALID rate is no rate
+    headline = run.headline and run.headline.model_copy(update={"gated": gated})
     fields = {  # JSON has no NaN: a field LoadGen printed as nan stays text
         k: v if not isinstance(v, float) or math.isfinite(v) else str(v)
         for k, v in run.fields.items()

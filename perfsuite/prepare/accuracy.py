@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from perfsuite.prepare.backends import RunConfig, get_backend
-from perfsuite.prepare.models import ModelInfo
+from perfsuite.prepare.models import BuiltModel
 from perfsuite.prepare.models.zoo import digits_split
 from perfsuite.prepare.quantize import Prepared
 from perfsuite.records import Accuracy
@@ -50,7 +50,7 @@ def run_batches(
     return np.concatenate(outs)
 
 
-def evaluate(model: ModelInfo, variant: Prepared, framework: str) -> Accuracy:
+def evaluate(model: BuiltModel, variant: Prepared, framework: str) -> Accuracy:
     """Compare ``variant`` with the FP32 model on the same framework."""
     digits = model.name == "digits_mlp"
     if digits:

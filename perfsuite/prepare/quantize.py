@@ -21,7 +21,7 @@ from perfsuite.prepare import cache
 from perfsuite.prepare.backends import get_backend
 from perfsuite.prepare.extensions import PRECISIONS as GROUP
 from perfsuite.prepare.extensions import Registry
-from perfsuite.prepare.models import ModelInfo
+from perfsuite.prepare.models import BuiltModel
 from perfsuite.prepare.models.zoo import digits_split
 
 QUANTIZER_VERSION = "1"
@@ -38,9 +38,9 @@ class Prepared:
     framework_options: dict  # extra backend options the precision needs (e.g. bf16 hint)
 
 
-def calibration_inputs(model: ModelInfo, count: int | None = None, seed: int = 1234) -> list[dict]:
+def calibration_inputs(model: BuiltModel, count: int | None = None, seed: int = 1234) -> list[dict]:
     """Calibration batches (batch 1): the training split for the digits classifier, seeded
-    synthetic inputs (``ModelInfo.inputs``) for random-weight models."""
+    synthetic inputs (``BuiltModel.inputs``) for random-weight models."""
     if model.name == "digits_mlp":
         x = digits_split()[0][: count or 128]
     else:
@@ -73,7 +73,7 @@ def _tmp_sibling(target: Path, suffix: str, companions: tuple[str, ...] = ()) ->
             p.unlink(missing_ok=True)
 
 
-def _ort_dynamic(model: ModelInfo, target: Path) -> dict:
+def _ort_dynamic(model: BuiltModel, target: Path) -> dict:
     from onnxruntime.quantization import QuantType, quantize_dynamic  # heavy, optional
 
     with _tmp_sibling(target, ".onnx") as tmp:
@@ -82,7 +82,7 @@ def _ort_dynamic(model: ModelInfo, target: Path) -> dict:
     return {}
 
 
-def _ort_static(model: ModelInfo, target: Path, reduce_range: bool) -> dict:
+def _ort_static(model: BuiltModel, target: Path, reduce_range: bool) -> dict:
     # heavy, optional
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -103,7 +103,7 @@ def _ort_static(model: ModelInfo, target: Path, reduce_range: bool) -> dict:
     return {"preprocessed": True, "reduce_range": reduce_range}
 
 
-def _nncf(model: ModelInfo, target: Path) -> dict:
+def _nncf(model: BuiltModel, target: Path) -> dict:
     import nncf  # heavy, optional (with openvino)
     import openvino as ov
 
@@ -126,7 +126,7 @@ class Quantizer:
     """How one precision's model file is made. ``build(model, target) -> metadata`` writes the
     file (None: the fp32 model as built); ``missing()`` says why this host cannot run it."""
 
-    build: Callable[[ModelInfo, Path], dict] | None = None
+    build: Callable[[BuiltModel, Path], dict] | None = None
     suffix: str = ".onnx"
     companions: tuple[str, ...] = ()
     framework_options: dict = field(default_factory=dict)
@@ -159,7 +159,7 @@ def register_precision(name: str, quantizer: Quantizer) -> None:
     QUANTIZERS[name] = quantizer
 
 
-def prepare(model: ModelInfo, precision: str, framework: str) -> Prepared:
+def prepare(model: BuiltModel, precision: str, framework: str) -> Prepared:
     """The model file for (precision, framework), building and caching it when needed."""
     q = QUANTIZERS.named(precision, "precision")
     if reason := get_backend(framework).why_not(precision) or q.missing():

@@ -4,8 +4,7 @@
 from perfsuite.serve.loadgen import (
     MAX_SCHEDULED_QUERIES,
     SCENARIOS,
-    Headline,
-    LoadGenRun,
+    ScenarioRun,
     ScenarioSettings,
     SettingsError,
     SUTError,
@@ -17,8 +16,7 @@ from perfsuite.serve.summary import parse_summary
 __all__ = [
     "MAX_SCHEDULED_QUERIES",
     "SCENARIOS",
-    "Headline",
-    "LoadGenRun",
+    "ScenarioRun",
     "ScenarioSettings",
     "SettingsError",
     "SUTError",

@@ -6,7 +6,7 @@ worker-per-stream SUT (N threads, each owning one worker, pulling from one share
 the caller builds one framework session per worker with the threads split between them.
 
 LoadGen decides VALID/INVALID and writes ``mlperf_log_summary.txt`` / ``mlperf_log_detail.txt``
-into the run's log directory; ``LoadGenRun`` carries its parsed verdict, fields and reasons
+into the run's log directory; ``ScenarioRun`` carries its parsed verdict, fields and reasons
 plus the per-query latencies the SUT measured itself.
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfsuite.records import SCENARIOS
+from perfsuite.records import SCENARIOS, Headline
 from perfsuite.serve.summary import FieldValue, parse_summary
 
 Worker = Callable[[list[int]], None]
@@ -153,15 +153,7 @@ class ScenarioSettings:
 
 
 @dataclass(frozen=True)
-class Headline:
-    name: str
-    value: float
-    unit: str
-    higher_is_better: bool
-
-
-@dataclass(frozen=True)
-class LoadGenRun:
+class ScenarioRun:
     scenario: str
     valid: bool
     result: str  # LoadGen's "Result is": VALID / INVALID
@@ -177,7 +169,7 @@ class LoadGenRun:
 
 def run_scenario(
     settings: ScenarioSettings, workers: Sequence[Worker], n_samples: int, log_dir: Path
-) -> LoadGenRun:
+) -> ScenarioRun:
     """Run one LoadGen performance test of settings.scenario over the workers."""
     import mlperf_loadgen as lg  # optional dependency: only serving benchmarks need it
 
@@ -384,10 +376,10 @@ def _drop_bulky_logs(log_dir: Path) -> None:
 
 def _read_run(
     settings: ScenarioSettings, log_dir: Path, latencies: list[float], duration: float
-) -> LoadGenRun:
+) -> ScenarioRun:
     summary_path = log_dir / "mlperf_log_summary.txt"
     fields, valid, reasons = parse_summary(summary_path.read_text())
-    return LoadGenRun(
+    return ScenarioRun(
         scenario=settings.scenario,
         valid=valid,
         result=str(fields["Result is"]),
@@ -416,11 +408,19 @@ def headline(scenario: str, fields: dict[str, FieldValue]) -> Headline | None:
     if scenario in ("server", "offline"):
         key = "Scheduled samples per second" if scenario == "server" else "Samples per second"
         value = fields.get(key)
-        return Headline(key, value, "samples/s", True) if isinstance(value, float) else None
+        return _headline(key, value, "samples/s", True) if isinstance(value, float) else None
     found = _find(fields, "Early stopping ", "percentile estimate") or _find(
         fields, "", "th percentile latency (ns)"
     )
     if found is None:
         return None
     key, nanoseconds = found
-    return Headline(key.replace(" (ns)", "") + " (s)", nanoseconds / 1e9, "s", False)
+    return _headline(key.replace(" (ns)", "") + " (s)", nanoseconds / 1e9, "s", False)
+
+
+def _headline(name: str, value: float, unit: str, higher_is_better: bool) -> Headline | None:
+    """None where LoadGen printed no usable number (nan, 0): a headline is a rate or a
+    latency > 0. Whether it is gated is the sweep's decision (``execute.serving``)."""
+    if not (math.isfinite(value) and value > 0):
+        return None
+    return Headline(name=name, value=value, unit=unit, higher_is_better=higher_is_better)

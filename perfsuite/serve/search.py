@@ -19,7 +19,7 @@ from pathlib import Path
 
 from perfsuite.serve.loadgen import (
     MAX_SCHEDULED_QUERIES,
-    LoadGenRun,
+    ScenarioRun,
     ScenarioSettings,
     SettingsError,
     Worker,
@@ -33,8 +33,8 @@ _START_FRACTION = 0.7
 
 @dataclass(frozen=True)
 class ServerSearch:
-    steps: list[LoadGenRun]  # every run in order, INVALID ones with LoadGen's reasons
-    best: LoadGenRun | None  # the highest VALID rate
+    steps: list[ScenarioRun]  # every run in order, INVALID ones with LoadGen's reasons
+    best: ScenarioRun | None  # the highest VALID rate
     converged: bool  # bracket within rel_precision, or VALID at hi_qps
     bracket: tuple[float | None, float | None]  # (highest VALID qps, lowest INVALID qps)
 
@@ -95,10 +95,10 @@ def search_server_rate(
         rate = _START_FRACTION * estimate_capacity_qps(workers, n_samples)
     rate = min(max(rate, lo_limit), hi_limit)
 
-    steps: list[LoadGenRun] = []
+    steps: list[ScenarioRun] = []
     valid_qps: float | None = None
     invalid_qps: float | None = None
-    best: LoadGenRun | None = None
+    best: ScenarioRun | None = None
     converged = False
     for k in range(max_steps):
         run = run_scenario(
@@ -140,8 +140,8 @@ def search_server_rate(
 
 
 def _highest_valid_below(
-    steps: list[LoadGenRun], rate: float
-) -> tuple[float | None, LoadGenRun | None]:
+    steps: list[ScenarioRun], rate: float
+) -> tuple[float | None, ScenarioRun | None]:
     below = [run for run in steps if run.valid and run.settings.target_qps < rate]
     if not below:
         return None, None

@@ -180,10 +180,11 @@ def test_an_invalid_offline_rate_is_not_gated_and_nan_fields_stay_text(tmp_path)
     from perfsuite.execute.serving import _run_record
 
     settings = serve.ScenarioSettings(scenario="offline", target_qps=10.0)
-    run = serve.LoadGenRun(
+    run = serve.ScenarioRun(
         scenario="offline", valid=False, result="INVALID", reasons=["* Run unsuccessful."],
         fields={"Samples per second": 9.0, "Odd": float("nan")},
-        headline=serve.Headline("Samples per second", 9.0, "samples/s", True),
+        headline=records.Headline(name="Samples per second", value=9.0, unit="samples/s",
+                                  higher_is_better=True),
         latencies_s=[0.1], duration_s=1.0, summary_path=tmp_path / "s" / "x.txt",
         detail_path=tmp_path / "s" / "y.txt", settings=settings,
     )  # fmt: skip

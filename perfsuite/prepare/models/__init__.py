@@ -1,5 +1,5 @@
 """Deterministic models built in code: see ``zoo`` for the list and ``graph`` for how."""
 
-from perfsuite.prepare.models.zoo import MLP_SIZES_MB, ModelInfo, get, names
+from perfsuite.prepare.models.zoo import MLP_SIZES_MB, BuiltModel, get, names
 
-__all__ = ["MLP_SIZES_MB", "ModelInfo", "get", "names"]
+__all__ = ["MLP_SIZES_MB", "BuiltModel", "get", "names"]

@@ -1,5 +1,6 @@
 """The model zoo: every model is built in code with deterministic weights (no downloads) and
-cached (see perfsuite.prepare.cache). ``get(name)`` returns a ``ModelInfo`` with the cached path."""
+cached (see perfsuite.prepare.cache). ``get(name)`` returns a ``BuiltModel`` with the cached
+path."""
 
 from __future__ import annotations
 
@@ -25,7 +26,10 @@ BUILDER_VERSION = "2"
 
 
 @dataclass(frozen=True)
-class ModelInfo:
+class BuiltModel:
+    """A model built and cached on disk, with what measuring it needs (its inputs); a
+    result records a summary of it as ``records.ModelInfo``."""
+
     name: str
     path: Path
     input_name: str
@@ -255,7 +259,7 @@ def _build_to(spec: Spec, path: Path) -> dict:
     return {"params": params, "flops_per_item": flops, "weight_bytes": weight_bytes, **extra}
 
 
-def get(name: str) -> ModelInfo:
+def get(name: str) -> BuiltModel:
     """Build (or load from the cache) the named model."""
     if name not in REGISTRY:
         raise ValueError(f"unknown model {name!r}; choose one of {', '.join(REGISTRY)}")
@@ -263,4 +267,4 @@ def get(name: str) -> ModelInfo:
     path = cache.cached(f"model-{name}", spec.params, BUILDER_VERSION, lambda p: _build_to(spec, p))
     meta = cache.read_meta(path)  # what _build_to measured, and the cache's own keys
     counts = {k: meta.pop(k) for k in ("params", "flops_per_item", "weight_bytes")}
-    return ModelInfo(name, path, "input", spec.input_shape(spec.params), **counts, meta=meta)
+    return BuiltModel(name, path, "input", spec.input_shape(spec.params), **counts, meta=meta)
