@@ -691,27 +691,36 @@ class RunSummary(_Record):
 
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
+Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 
 
 VerdictName = Literal[
-    "improved", "unchanged", "regressed", "unstable", "new", "missing", "incomparable", "error"
+    "improved", "unchanged", "regressed", "unstable", "new", "missing", "incomparable", "error",
+    "pending",  # a paired (A/B) point not yet decided at a look before the last
 ]
 VERDICTS = get_args(VerdictName)
 
 
 class Verdict(_Record):
-    """The gate's verdict on one point (``perfsuite.gate.judge``)."""
+    """The gate's verdict on one point: against a baseline (``perfsuite.gate.judge``) or on
+    interleaved A/B rounds (``perfsuite.gate.paired``: ``rounds`` and after)."""
 
     id: str
     verdict: VerdictName
     change: Finite | None = None
     ci: tuple[Finite, Finite] | None = None
-    p_value: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    p_value: Probability | None = None
     baseline_median_ms: Positive | None = None
     current_median_ms: Positive | None = None
     reason: str = ""
     confirmed: bool | None = None
     shift: Finite | None = None  # additive in gate/1: its thread group's machine-wide shift
+    rounds: int | None = Field(None, ge=0)  # paired: rounds judged
+    ratios: list[Positive] | None = None  # paired: B / A of each round
+    threshold: NonNegative | None = None  # paired: the practical threshold applied
+    look: int | None = Field(None, ge=1)  # paired: the look that decided it
+    alpha: Probability | None = None  # paired: the alpha that look tested at
+    p_sides: tuple[Probability, Probability] | None = None  # paired: (slower, faster), pre-Holm
 
 
 class GateReport(_Record):

@@ -117,7 +117,7 @@ def cmd_ab(args) -> int:
                   f"{v.reason}")  # fmt: skip
             continue
         ci = f"[{v.ci[0]:+.1%}, {v.ci[1]:+.1%}]"
-        print(f"{v.verdict:<10} {v.change:>+8.1%} {ci:>19} {v.p:>9.2g} {v.alpha:>7.2g} "
+        print(f"{v.verdict:<10} {v.change:>+8.1%} {ci:>19} {v.p_value:>9.2g} {v.alpha:>7.2g} "
               f"{v.rounds:>6}  {v.id}" + (f"  ({v.reason})" if v.reason else ""))  # fmt: skip
     print(f"results: {run_dir}/a, {run_dir}/b, {run_dir}/ab.json, {run_dir}/ab.html")
     bad = [v for v in verdicts if v.verdict in ("regressed", "error")]

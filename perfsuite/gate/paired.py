@@ -28,24 +28,9 @@ import numpy as np
 from scipy import stats
 
 from perfsuite.gate.statistics import GateConfig, holm
+from perfsuite.records import Verdict
 
 MIN_ROUNDS = 3
-
-
-@dataclass
-class PairedVerdict:
-    id: str
-    verdict: str  # regressed | improved | unchanged | unstable | error | pending
-    change: float | None = None  # B / A - 1 (latency: > 0 is slower)
-    ci: tuple[float, float] | None = None
-    p: float | None = None
-    rounds: int = 0
-    ratios: list[float] | None = None
-    threshold: float | None = None
-    reason: str = ""
-    look: int = 1  # the look that decided it (sequential rounds)
-    alpha: float | None = None  # the alpha that look tested at
-    p_sides: tuple[float, float] | None = None  # one-sided p (slower, faster), before Holm
 
 
 @dataclass(frozen=True)
@@ -69,7 +54,7 @@ def judge(
     b_medians: dict[str, list[float]],
     cfg: GateConfig | None = None,
     errors: dict[str, str] | None = None,
-) -> list[PairedVerdict]:
+) -> list[Verdict]:
     """``a_medians[id][r]`` and ``b_medians[id][r]``: median latency of round r on each side;
     ``judge_ratios`` (one look) on their ratios."""
     ratios = {
@@ -87,8 +72,8 @@ def judge_ratios(
     alpha: float | None = None,
     look: int = 1,
     final: bool = True,
-    settled: dict[str, PairedVerdict] | None = None,
-) -> list[PairedVerdict]:
+    settled: dict[str, Verdict] | None = None,
+) -> list[Verdict]:
     """``ratios[id][r]``: B / A of round r (latency: > 1 is slower).
 
     Sequential use: ``alpha`` is this look's share (default ``cfg.alpha``); ``settled`` holds
@@ -99,7 +84,7 @@ def judge_ratios(
     alpha = cfg.alpha if alpha is None else alpha
     errors = errors or {}
     settled = settled or {}
-    out: dict[str, PairedVerdict] = {}
+    out: dict[str, Verdict] = {}
     tested: list[tuple[str, float, float]] = []  # id, p slower, p faster
     for pid in sorted(set(ratios) | set(errors) | set(settled)):
         if pid in settled:
@@ -108,14 +93,14 @@ def judge_ratios(
                 tested.append((pid, *settled[pid].p_sides))
             continue
         if pid in errors:
-            out[pid] = PairedVerdict(pid, "error", reason=errors[pid])
+            out[pid] = Verdict(id=pid, verdict="error", reason=errors[pid], rounds=0)
             continue
         r = np.asarray(ratios.get(pid, []), float)
         n = r.size
         threshold = cfg.threshold_for(pid)
         if n < MIN_ROUNDS:
-            out[pid] = PairedVerdict(
-                pid, "unstable", rounds=n, threshold=threshold,
+            out[pid] = Verdict(
+                id=pid, verdict="unstable", rounds=n, threshold=threshold,
                 reason=f"{n} paired round(s); at least {MIN_ROUNDS} are needed",
             )  # fmt: skip
             continue
@@ -127,8 +112,8 @@ def judge_ratios(
             p_faster = float(stats.ttest_1samp(d, 0.0, alternative="less").pvalue)
         else:  # identical ratios every round: the sign is certain
             p_slower, p_faster = (0.0, 1.0) if mean > 0 else (1.0, 0.0 if mean < 0 else 1.0)
-        out[pid] = PairedVerdict(
-            pid, "unchanged", change=math.exp(mean) - 1,
+        out[pid] = Verdict(
+            id=pid, verdict="unchanged", change=math.exp(mean) - 1,
             ci=(math.exp(mean - half) - 1, math.exp(mean + half) - 1), rounds=n,
             ratios=[float(x) for x in np.exp(d)], threshold=threshold, look=look, alpha=alpha,
             p_sides=(p_slower, p_faster),
@@ -141,17 +126,17 @@ def judge_ratios(
             continue
         v = out[pid]
         if ps < alpha and v.change > v.threshold:
-            v.verdict, v.p = "regressed", ps
+            out[pid] = v.model_copy(update={"verdict": "regressed", "p_value": ps})
         elif pf < alpha and v.change < -v.threshold:
-            v.verdict, v.p = "improved", pf
-        else:
-            v.p = min(ps, pf)
-            inside = -v.threshold < v.ci[0] and v.ci[1] < v.threshold
-            if not inside and not final:
-                v.verdict = "pending"
-            elif not inside:  # neither shown nor ruled out: never "unchanged"
-                v.verdict = "unstable"
-                v.reason = (f"undecided after {v.rounds} rounds: the 95% interval "
-                            f"reaches past +/-{v.threshold:.0%}; more rounds "
-                            f"(--max-rounds) or quieter rounds can decide it")  # fmt: skip
+            out[pid] = v.model_copy(update={"verdict": "improved", "p_value": pf})
+        elif -v.threshold < v.ci[0] and v.ci[1] < v.threshold:
+            out[pid] = v.model_copy(update={"p_value": min(ps, pf)})
+        elif not final:
+            out[pid] = v.model_copy(update={"verdict": "pending", "p_value": min(ps, pf)})
+        else:  # neither shown nor ruled out: never "unchanged"
+            out[pid] = v.model_copy(update={
+                "verdict": "unstable", "p_value": min(ps, pf),
+                "reason": f"undecided after {v.rounds} rounds: the 95% interval reaches past "
+                f"+/-{v.threshold:.0%}; more rounds (--max-rounds) or quieter rounds can decide it",
+            })  # fmt: skip
     return [out[k] for k in sorted(out)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -211,4 +211,4 @@ def write(
             write_json(run_dir / side / SUMMARY, records.dump(summary))
     write_json(run_dir / "ab.json", {"schema": "perfsuite.ab/1",
                "order": "A first in even rounds, B first in odd",
-               "verdicts": [asdict(v) for v in verdicts]})  # fmt: skip
+               "verdicts": [v.model_dump(mode="json", exclude_none=True) for v in verdicts]})  # fmt: skip

@@ -42,7 +42,7 @@ def _cells(v) -> list[str]:
         return [v.verdict, *[""] * 4, str(v.rounds), v.id + (f": {v.reason}" if v.reason else "")]
     return [
         v.verdict, f"{v.change:+.2%}", f"[{v.ci[0]:+.2%}, {v.ci[1]:+.2%}]",
-        f"{v.p:.2g}", f"{v.alpha:.2g} (look {v.look})", str(v.rounds), v.id,
+        f"{v.p_value:.2g}", f"{v.alpha:.2g} (look {v.look})", str(v.rounds), v.id,
     ]  # fmt: skip
 
 

@@ -104,12 +104,12 @@ def gate_page(text: str, tmp_path) -> str:
 
 
 def ab_page(text: str, tmp_path) -> str:
-    from perfsuite.gate.paired import PairedVerdict
+    from perfsuite.records import Verdict
     from perfsuite.sweep.ab_report import html_page
 
-    judged = PairedVerdict(text, "regressed", 0.05, (0.03, 0.07), 0.001, rounds=3,
-                           ratios=[1.04, 1.05, 1.06], threshold=0.02, alpha=0.01)  # fmt: skip
-    failed = PairedVerdict(text + "2", "error", rounds=0, reason=text)
+    judged = Verdict(id=text, verdict="regressed", change=0.05, ci=(0.03, 0.07), p_value=0.001,
+                     rounds=3, ratios=[1.04, 1.05, 1.06], threshold=0.02, alpha=0.01, look=1)  # fmt: skip
+    failed = Verdict(id=text + "2", verdict="error", rounds=0, reason=text)
     return html_page([judged, failed], text, text, text)
 
 
@@ -174,10 +174,10 @@ def gate_md(text: str) -> str:
 
 
 def ab_md(text: str) -> str:
-    from perfsuite.gate.paired import PairedVerdict
+    from perfsuite.records import Verdict
     from perfsuite.sweep.ab_report import markdown
 
-    verdicts = [PairedVerdict(text, "error", rounds=0, reason=text)]
+    verdicts = [Verdict(id=text, verdict="error", rounds=0, reason=text)]
     return markdown(verdicts, text, text, text)
 
 

@@ -27,6 +27,15 @@ from perfsuite.store import baseline as store
 from perfsuite.sweep.compare import load_side
 
 RNG = np.random.default_rng(20261202)
+
+
+@pytest.fixture(autouse=True)
+def _seeded_rng():
+    """Each test draws the same samples whichever tests ran before it in its worker."""
+    global RNG
+    RNG = np.random.default_rng(20261202)
+
+
 FAST = GateConfig(bootstrap_resamples=400)
 POINTS = 40  # a default-profile-sized sweep
 N = 30  # samples per point
@@ -432,8 +441,9 @@ def test_add_run_keeps_run_history(tmp_path):
     store.save(tmp_path, fp, "p", [_record(P("a"), stream(0.01, 1.3))], add_run=True)
     entry = store.load(path).entries[P("a")]
     assert len(entry.runs) == 3 and entry.samples_s == kept
-    # a run at the centre of the history does
-    typical = stream(0.01, float(np.median(entry.runs)) / 0.01)
+    # a run at the centre of the history does (its median is exactly the runs' median)
+    typical = stream(0.01)
+    typical *= float(np.median(entry.runs)) / float(np.median(typical))
     store.save(tmp_path, fp, "p", [_record(P("a"), typical)], add_run=True)
     assert store.load(path).entries[P("a")].samples_s == pytest.approx(typical.tolist())
     store.save(tmp_path, fp, "p", [_record(P("a"), stream(0.01))], update=True)

@@ -54,7 +54,7 @@ def test_paired_verdict_fields_and_edge_cases():
     # +69%, interval +5% to +172%: not shown at alpha 0.01 (p 0.02), not ruled out either
     (wide,) = judge({"p": [1.0] * 4}, {"p": [1.3, 2.6, 1.5, 1.6]}, cfg)
     assert wide.verdict == "unstable" and "undecided after 4 rounds" in wide.reason
-    assert wide.p > cfg.alpha and wide.ci[0] > cfg.threshold
+    assert wide.p_value > cfg.alpha and wide.ci[0] > cfg.threshold
 
 
 def test_looks_spend_alpha_and_the_fixed_design_is_one_look():
@@ -248,12 +248,14 @@ def test_ab_bad_input_is_one_line(tmp_path):
 
 
 def test_the_pr_comment_table_puts_regressions_first_and_keeps_its_columns():
-    from perfsuite.gate.paired import PairedVerdict
+    from perfsuite.records import Verdict
     from perfsuite.sweep.ab_report import markdown
 
-    ok = PairedVerdict("m-ok", "unchanged", 0.001, (-0.01, 0.012), 0.5, rounds=5, alpha=0.01)
-    bad = PairedVerdict("m|x\nbad", "regressed", 0.05, (0.03, 0.07), 0.001, rounds=5, alpha=0.01)
-    gone = PairedVerdict("m-err", "error", rounds=0, reason="B: no | module")
+    ok = Verdict(id="m-ok", verdict="unchanged", change=0.001, ci=(-0.01, 0.012), p_value=0.5,
+                 rounds=5, alpha=0.01, look=1)  # fmt: skip
+    bad = Verdict(id="m|x\nbad", verdict="regressed", change=0.05, ci=(0.03, 0.07), p_value=0.001,
+                  rounds=5, alpha=0.01, look=1)  # fmt: skip
+    gone = Verdict(id="m-err", verdict="error", rounds=0, reason="B: no | module")
     text = markdown([ok, bad, gone], "a/bin/python", "b/bin/python", "amd-zen4-2c-1n")
     rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
     assert "**2 of 3 point(s) regressed or failed**" in text
