@@ -91,6 +91,11 @@ DECODE_TEST = re.compile(r"^(pp|tg)([1-9][0-9]{0,4})$")
 MODES = WINDOW_MODES + SCENARIOS + ("pp<N>", "tg<N>")
 
 
+class Unsupported(RuntimeError):
+    """This point cannot run with this framework, precision or model on this CPU: raised by
+    prepare (quantized variants) and llm (decoder variants), a reason to skip."""
+
+
 def decode_test(name: str) -> tuple[Literal["pp", "tg"], int]:
     """``"pp512"`` -> ``("pp", 512)``: the one reading of a decode test's name (the plan,
     the LLM bench and the decode executor); a malformed one raises ValueError in one line."""
@@ -695,7 +700,14 @@ Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 
 
 VerdictName = Literal[
-    "improved", "unchanged", "regressed", "unstable", "new", "missing", "incomparable", "error",
+    "improved",
+    "unchanged",
+    "regressed",
+    "unstable",
+    "new",
+    "missing",
+    "incomparable",
+    "error",
     "pending",  # a paired (A/B) point not yet decided at a look before the last
 ]
 VERDICTS = get_args(VerdictName)

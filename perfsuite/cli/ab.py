@@ -49,7 +49,7 @@ def cmd_ab(args) -> int:
             if exe is None:
                 raise ValueError(f"--{name} {py}: no such interpreter")
             sides.append(
-                ab.Side(name, exe, _env_pairs(getattr(args, f"{name}_env"), f"--{name}-env"))
+                ab.Arm(name, exe, _env_pairs(getattr(args, f"{name}_env"), f"--{name}-env"))
             )
         if args.rounds < 3:
             raise ValueError(f"--rounds {args.rounds}: at least 3 rounds are needed to judge")

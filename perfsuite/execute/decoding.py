@@ -47,7 +47,7 @@ def measure(
         before = calibration.probe()
         llm.run_test(session, point.mode, repetitions=1, min_time=0.0)  # warm-up, discarded
         with Sampler() as sampler:
-            run = llm.run_test(session, point.mode, min_time=protocol.min_time)
+            run, samples = llm.run_test(session, point.mode, min_time=protocol.min_time)
         speed = records.SpeedAround(before=before, after=calibration.probe())
         settings = dict(session.settings)
     # a prompt's tokens share one pass over the weights: only generation has this roofline
@@ -55,19 +55,13 @@ def measure(
     generating = kind == "tg"
     bandwidth = triad_gbs(point.threads) if generating else None
     roof = bandwidth and llm.roofline(variant.weight_bytes_per_token, bandwidth, l3_bytes() or 0)
-    decode = records.DecodeRecord(
-        test=point.mode,
-        tokens=run.tokens,
-        tokens_per_s=run.tokens_per_s,
-        ttft_s=run.ttft_s,
-        tpot_s=run.tpot_s,
-        weight_bytes_per_token=variant.weight_bytes_per_token,
-        triad_gbs=bandwidth,
-        roofline_tokens_per_s=roof.ceiling_tokens_per_s if roof else None,
-        roofline_fraction=roof.fraction(run.tokens_per_s) if roof else None,
-        cache_resident=roof.cache_resident if roof else None,
-    )
-    samples = [float(x) for x in run.samples_s]
+    decode = run.model_copy(update={
+        "triad_gbs": bandwidth,
+        "roofline_tokens_per_s": roof.ceiling_tokens_per_s if roof else None,
+        "roofline_fraction": roof.fraction(run.tokens_per_s) if roof else None,
+        "cache_resident": roof.cache_resident if roof else None,
+    })  # fmt: skip
+    samples = [float(x) for x in samples]
     items = 1 if generating else tokens  # tokens per sample
     return one_window(
         samples,

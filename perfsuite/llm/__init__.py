@@ -2,7 +2,6 @@
 TPOT), with a memory-bandwidth roofline and a logits-agreement accuracy check."""
 
 from perfsuite.llm.bench import (
-    DecodeRun,
     LogitsAgreement,
     Roofline,
     accuracy,
@@ -25,7 +24,6 @@ __all__ = [
     "MODELS",
     "PRECISIONS",
     "ContextTooLong",
-    "DecodeRun",
     "DecoderSession",
     "DecoderSpec",
     "LogitsAgreement",

@@ -10,20 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from perfsuite.llm.variants import open_session, prepare
-from perfsuite.records import decode_test
+from perfsuite.records import DecodeRecord, decode_test
 
 TG_PROMPT = 16  # the short prompt a tg test decodes after (its prefill is part of TTFT)
-
-
-@dataclass(frozen=True)
-class DecodeRun:
-    test: str
-    tokens: int
-    samples_s: list[float]  # pp: one per prompt; tg: one per decode step (TPOT samples)
-    tokens_per_s: float
-    ttft_s: float | None  # tg: prefill of the short prompt + the first step
-    tpot_s: float | None  # tg: median step
-    repetitions: int
 
 
 def _prompt(n: int, vocab: int, seed: int) -> np.ndarray:
@@ -37,9 +26,11 @@ def run_test(
     repetitions: int | None = None,
     min_time: float = 1.0,
     seed: int = 0,
-) -> DecodeRun:
+) -> tuple[DecodeRecord, list[float]]:
     """Run ``pp<N>`` or ``tg<N>``; without ``repetitions``, repeat until ``min_time`` s
-    (at least once for tg, three times for pp)."""
+    (at least once for tg, three times for pp). Returns the record (``ttft_s``: tg's prefill
+    of the short prompt + the first step; ``tpot_s``: tg's median step; no roofline yet) and
+    its samples: pp one per prompt, tg one per decode step."""
     kind, n = decode_test(test)
     spec = session.spec
     if kind == "pp":
@@ -53,7 +44,7 @@ def run_test(
             session.prefill(prompt)
             samples.append(time.perf_counter() - t0)
         median = float(np.median(samples))
-        return DecodeRun(test, n, samples, n / median, None, None, len(samples))
+        return _record(session, test, n, n / median), samples
     session.check_fits(TG_PROMPT, n)
     prompt = _prompt(TG_PROMPT, spec.vocab, seed)
     session.prefill(prompt)  # warm-up
@@ -74,7 +65,14 @@ def run_test(
             logits = session.step(int(np.argmax(logits)))
             steps.append(time.perf_counter() - t0)
     tpot = float(np.median(steps))
-    return DecodeRun(test, n, steps, 1.0 / tpot, float(np.median(ttfts)), tpot, len(ttfts))
+    return _record(session, test, n, 1.0 / tpot, float(np.median(ttfts)), tpot), steps
+
+
+def _record(session, test: str, n: int, tokens_per_s: float, ttft_s=None, tpot_s=None):
+    return DecodeRecord(
+        test=test, tokens=n, tokens_per_s=tokens_per_s, ttft_s=ttft_s, tpot_s=tpot_s,
+        weight_bytes_per_token=session.variant.weight_bytes_per_token,
+    )  # fmt: skip
 
 
 def _more(done: int, repetitions: int | None, started: float, min_time: float, least: int):

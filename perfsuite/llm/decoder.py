@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfsuite.records import Unsupported
+
 GRAPH_VERSION = "2"  # bump when the graph or the weights change: part of every cache key
 OPSET = 17
 ROPE_THETA = 10000.0
@@ -30,10 +32,6 @@ RMS_EPS = 1e-5
 # (and quantization error) can still move.
 LOGIT_STD = 4.0
 BIGRAM_MARGIN = 5.0
-
-
-class Unsupported(RuntimeError):
-    """This precision/framework combination cannot be built here (a reason to skip)."""
 
 
 class ContextTooLong(ValueError):

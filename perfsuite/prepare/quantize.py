@@ -23,12 +23,9 @@ from perfsuite.prepare.extensions import PRECISIONS as GROUP
 from perfsuite.prepare.extensions import Registry
 from perfsuite.prepare.models import BuiltModel
 from perfsuite.prepare.models.zoo import digits_split
+from perfsuite.records import Unsupported
 
 QUANTIZER_VERSION = "1"
-
-
-class Unsupported(RuntimeError):
-    """This precision cannot run with this framework or on this CPU (a reason to skip)."""
 
 
 @dataclass(frozen=True)

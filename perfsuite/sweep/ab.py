@@ -30,7 +30,10 @@ from perfsuite.writing import write_json
 
 
 @dataclass(frozen=True)
-class Side:
+class Arm:
+    """One arm of an A/B comparison: an interpreter and its environment (the gate's
+    ``Side`` is the samples one arm produced)."""
+
     name: str  # "a" | "b"
     python: str
     env: dict = field(default_factory=dict)
@@ -52,13 +55,13 @@ class Measured:
     software: dict
 
 
-def measure(side: Side, point: Point, protocol: MeasureProtocol, timeout: float) -> Measured:
+def measure(side: Arm, point: Point, protocol: MeasureProtocol, timeout: float) -> Measured:
     """One fresh process of ``side`` measuring ``point``."""
     with side.executor(timeout) as executor:
         return Measured(executor.run(point, protocol), executor.software)
 
 
-def measure_turns(a: Side, b: Side, point: Point, protocol: MeasureProtocol, turns: int,
+def measure_turns(a: Arm, b: Arm, point: Point, protocol: MeasureProtocol, turns: int,
                   turn_s: float,
                   r: int, timeout: float) -> dict[str, Measured]:  # fmt: skip
     """One call-interleaved round: a fresh worker per side, both opened and warmed up (one
@@ -117,7 +120,7 @@ class AbRun:
     errors: dict = field(default_factory=dict)
 
 
-def run(points: list[Point], protocol: MeasureProtocol, a: Side, b: Side, rounds: int, *,
+def run(points: list[Point], protocol: MeasureProtocol, a: Arm, b: Arm, rounds: int, *,
         timeout: float, progress=None, out: AbRun | None = None, start: int = 0,
         turns: int = 0, turn_s: float = 0.01) -> AbRun:  # fmt: skip
     """Rounds ``start`` .. ``rounds - 1``, each measuring every point on both sides, into
@@ -154,7 +157,7 @@ def run(points: list[Point], protocol: MeasureProtocol, a: Side, b: Side, rounds
     return out
 
 
-def run_sequential(points: list[Point], protocol: MeasureProtocol, a: Side, b: Side, plan,
+def run_sequential(points: list[Point], protocol: MeasureProtocol, a: Arm, b: Arm, plan,
                    cfg, *,
                    timeout: float, progress=None, on_look=None, turns: int = 0,
                    turn_s: float = 0.01) -> tuple[AbRun, list]:  # fmt: skip
@@ -209,6 +212,6 @@ def write(
         if results:
             summary = run_summary(profile, fp, results)
             write_json(run_dir / side / SUMMARY, records.dump(summary))
+    judged = [v.model_dump(mode="json", exclude_none=True) for v in verdicts]
     write_json(run_dir / "ab.json", {"schema": "perfsuite.ab/1",
-               "order": "A first in even rounds, B first in odd",
-               "verdicts": [v.model_dump(mode="json", exclude_none=True) for v in verdicts]})  # fmt: skip
+               "order": "A first in even rounds, B first in odd", "verdicts": judged})  # fmt: skip

@@ -108,7 +108,8 @@ def ab_page(text: str, tmp_path) -> str:
     from perfsuite.sweep.ab_report import html_page
 
     judged = Verdict(id=text, verdict="regressed", change=0.05, ci=(0.03, 0.07), p_value=0.001,
-                     rounds=3, ratios=[1.04, 1.05, 1.06], threshold=0.02, alpha=0.01, look=1)  # fmt: skip
+                     rounds=3, ratios=[1.04, 1.05, 1.06], threshold=0.02, alpha=0.01,
+                     look=1)  # fmt: skip
     failed = Verdict(id=text + "2", verdict="error", rounds=0, reason=text)
     return html_page([judged, failed], text, text, text)
 

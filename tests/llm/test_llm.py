@@ -133,12 +133,13 @@ def test_broken_variant_fails_accuracy(cache, tmp_path):
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_bench_pp_and_tg_give_consistent_positive_numbers(cache, framework):
     session = open_session(prepare("llm_tiny", "int4_sym_g32", framework, cache), threads=1)
-    pp = run_test(session, "pp32", repetitions=3)
-    assert pp.repetitions == len(pp.samples_s) == 3 and pp.tpot_s is None and pp.ttft_s is None
-    assert all(s > 0 for s in pp.samples_s)
-    assert pp.tokens_per_s == pytest.approx(32 / float(np.median(pp.samples_s)))
-    tg = run_test(session, "tg8", repetitions=2)
-    assert len(tg.samples_s) == 16 and all(s > 0 for s in tg.samples_s)
+    pp, pp_samples = run_test(session, "pp32", repetitions=3)
+    assert len(pp_samples) == 3 and pp.tpot_s is None and pp.ttft_s is None
+    assert all(s > 0 for s in pp_samples) and pp.tokens == 32
+    assert pp.tokens_per_s == pytest.approx(32 / float(np.median(pp_samples)))
+    assert pp.weight_bytes_per_token == session.variant.weight_bytes_per_token
+    tg, tg_samples = run_test(session, "tg8", repetitions=2)
+    assert len(tg_samples) == 16 and all(s > 0 for s in tg_samples)
     assert tg.tokens_per_s == pytest.approx(1 / tg.tpot_s)
     assert tg.ttft_s > 0 and math.isfinite(tg.tokens_per_s)
     assert session.settings["framework"] == framework

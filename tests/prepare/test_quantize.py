@@ -6,7 +6,8 @@ from onnx import numpy_helper
 from perfsuite.prepare import accuracy, models, quantize
 from perfsuite.prepare.backends import BACKENDS
 from perfsuite.prepare.diagnose import diagnose, op_counts
-from perfsuite.prepare.quantize import Prepared, Unsupported
+from perfsuite.prepare.quantize import Prepared
+from perfsuite.records import Unsupported
 
 pytest.importorskip("onnxruntime")
 HAVE_OV = BACKENDS["openvino"].version() is not None

@@ -14,7 +14,7 @@ import pytest
 from perfsuite.gate.paired import judge, looks
 from perfsuite.gate.statistics import GateConfig
 from perfsuite.records import Measurement
-from perfsuite.sweep.ab import Side, run_sequential
+from perfsuite.sweep.ab import Arm, run_sequential
 
 
 def _rounds(rng, n, drift_cv, noise_cv, change=0.0):
@@ -87,7 +87,7 @@ def _sequential(a_rounds, b_rounds, plan, cfg):
     real, ab.measure = ab.measure, fake
     try:
         points = [SimpleNamespace(id=pid) for pid in a_rounds]
-        return run_sequential(points, {}, Side("a", "py"), Side("b", "py"), plan, cfg,
+        return run_sequential(points, {}, Arm("a", "py"), Arm("b", "py"), plan, cfg,
                               timeout=1.0)[1]  # fmt: skip
     finally:
         ab.measure = real
@@ -163,7 +163,7 @@ def test_run_sequential_measures_only_the_points_still_open(monkeypatch):
     monkeypatch.setattr(ab, "measure", fake)
     points = [SimpleNamespace(id="clear", batch=1), SimpleNamespace(id="noisy", batch=1)]
     out, verdicts = run_sequential(
-        points, {}, Side("a", "py"), Side("b", "py"), looks(3, 9, 0.01),
+        points, {}, Arm("a", "py"), Arm("b", "py"), looks(3, 9, 0.01),
         GateConfig(threshold=0.02, alpha=0.01), timeout=1.0,
     )  # fmt: skip
     per = {pid: sum(c[0] == pid for c in calls) // 2 for pid in ("clear", "noisy")}
