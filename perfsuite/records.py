@@ -38,8 +38,10 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from perfsuite.urls import without_credentials
 
@@ -561,15 +563,34 @@ class NumaNodeFact(_Record):
 class Fingerprint(BaseModel):
     """The host fingerprint (``perfsuite.host.fingerprint``): fields and how each is matched.
     Open to additions: a newer perfsuite's host facts must not make an older one's run
-    unreadable."""
+    unreadable, so top-level keys this version does not know are kept in ``additions`` and
+    written back where they were."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", json_schema_extra={"additionalProperties": True}
+    )
     schema_: str | None = Field(None, alias="schema")
     hardware_class: str | None = None
     fields: dict[str, JSONValue]
     classes: dict[str, Literal["must_match", "tolerance", "informational"]]
     notes: list[str] | None = None
     python_executable: str | None = None
+    additions: SkipJsonSchema[dict[str, JSONValue]] = Field({}, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keep_additions(cls, data):
+        if not isinstance(data, dict) or "additions" in data:
+            return data
+        known = {name for name in cls.model_fields} | {"schema"}
+        extra = {k: v for k, v in data.items() if k not in known}
+        if not extra:
+            return data
+        return {**{k: v for k, v in data.items() if k in known}, "additions": extra}
+
+    @model_serializer(mode="wrap")
+    def _write_additions_back(self, handler):
+        return {**handler(self), **self.additions}
 
     def as_dict(self) -> dict:
         """The JSON form (a run's summary, a qualification report, ``perfsuite info``)."""
@@ -733,6 +754,15 @@ class Verdict(_Record):
     look: int | None = Field(None, ge=1)  # paired: the look that decided it
     alpha: Probability | None = None  # paired: the alpha that look tested at
     p_sides: tuple[Probability, Probability] | None = None  # paired: (slower, faster), pre-Holm
+
+    @model_serializer(mode="wrap")
+    def _paired_fields_only_when_paired(self, handler):
+        # gate.json of a baseline gate stays as it was before the paired fields existed
+        out = handler(self)
+        return {k: v for k, v in out.items() if k not in PAIRED_FIELDS or v is not None}
+
+
+PAIRED_FIELDS = ("rounds", "ratios", "threshold", "look", "alpha", "p_sides")
 
 
 class GateReport(_Record):
