@@ -521,6 +521,19 @@ class Result(Measurement, ResultHead):
             raise ValueError(f"stats.n = {self.stats.n} but {len(self.samples_s)} samples")
         return self
 
+    @classmethod
+    def of(cls, *parts: BaseModel, **fields) -> Result:
+        """A result from its typed parts (a ``ResultHead``, a ``Measurement``) and fields that
+        override theirs: what each part had set is set in the result, so ``dump`` writes
+        what a worker sent and nothing it left out. Raises RecordError when invalid."""
+        given = {}
+        for part in parts:
+            given |= {_key(part, name): getattr(part, name) for name in part.model_fields_set}
+        try:
+            return cls.model_validate(given | fields)
+        except ValidationError as exc:
+            raise RecordError(f"result is not a valid {RESULT}: {one_line(exc)}") from None
+
     @property
     def ok(self) -> bool:
         return self.status == "ok"
@@ -897,6 +910,11 @@ def _load(model: type[BaseModel], kind: str, data: Any, source: str) -> BaseMode
         return model.model_validate(data)
     except ValidationError as exc:
         raise RecordError(f"{source} is not a valid {CURRENT[kind]}: {one_line(exc)}") from None
+
+
+def _key(record: BaseModel, name: str) -> str:
+    alias = type(record).model_fields[name].alias
+    return alias or name
 
 
 def dump(record: BaseModel) -> dict:

@@ -55,7 +55,7 @@ class Side:
     """One side of a comparison: samples (seconds per call) per point id, and what the gate
     needs to know about them."""
 
-    fingerprint: records.Fingerprint  # (its JSON is read into one)
+    fingerprint: records.Fingerprint
     samples: Mapping[str, np.ndarray]
     source: str
     errors: Mapping[str, str] = field(default_factory=dict)
@@ -64,10 +64,6 @@ class Side:
     contaminated: Mapping[str, str] = field(default_factory=dict)  # id -> what disturbed it
     headlines: Mapping[str, records.Headline] = field(default_factory=dict)
     headline_runs: Mapping[str, list[float]] = field(default_factory=dict)  # baseline: per run
-
-    def __post_init__(self):
-        fp = records.Fingerprint.model_validate(self.fingerprint)
-        object.__setattr__(self, "fingerprint", fp)
 
     @classmethod
     def of_results(cls, fingerprint, results, source: str = "this run") -> Side:
@@ -428,7 +424,7 @@ def compare_samples(
     baseline_runs: Mapping[str, list[float]] | None = None,
 ) -> list[Verdict]:
     """``judge`` on bare samples (one host, no fingerprint): the verdicts only."""
-    fp = {"fields": {}, "classes": {}}
+    fp = records.Fingerprint(fields={}, classes={})
     base = Side(fp, dict(baseline), "baseline", runs=dict(baseline_runs or {}))
     cur = Side(fp, dict(current), "current", errors=dict(errors or {}))
     return list(judge(base, cur, cfg).verdicts)

@@ -197,10 +197,8 @@ def machine_shifts(ratios: dict[str, float], cfg: GateConfig) -> dict[str, float
     return out
 
 
-def compare_fingerprints(base, cur) -> tuple[dict, list[str], dict]:
-    """(must-match differences, tolerance notes, software changes) of two fingerprints
-    (``records.Fingerprint``, or their JSON)."""
-    base, cur = Fingerprint.model_validate(base), Fingerprint.model_validate(cur)
+def compare_fingerprints(base: Fingerprint, cur: Fingerprint) -> tuple[dict, list[str], dict]:
+    """(must-match differences, tolerance notes, software changes) of two fingerprints."""
     bf, cf = base.fields, cur.fields
     classes = {**base.classes, **cur.classes}
     must, notes, software = {}, [], {}

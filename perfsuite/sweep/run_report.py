@@ -47,11 +47,11 @@ def _reasons(point: Point, flags: dict, flops_per_item: float | None = None) -> 
         return [f"diagnosis unavailable: {exc.__class__.__name__}: {exc}"]
 
 
-def slow_int8(records: list[Result], fingerprint, diagnose=_reasons) -> list[SlowInt8]:
+def slow_int8(records: list[Result], fingerprint: Fingerprint, diagnose=_reasons) -> list[SlowInt8]:
     """Every INT8 point measured slower than its FP32 point, with the causes found."""
     ok = [r for r in records if r.ok]
     fp32 = {table_key(r.point): r for r in ok if r.point.precision == "fp32"}
-    fields = Fingerprint.model_validate(fingerprint).fields
+    fields = fingerprint.fields
     flags = {k[4:]: v for k, v in fields.items() if k.startswith("isa.")}
     out = []
     for r in sorted(ok, key=lambda r: r.id):
@@ -66,10 +66,9 @@ def slow_int8(records: list[Result], fingerprint, diagnose=_reasons) -> list[Slo
     return out
 
 
-def report_lines(records, fingerprint, formula_threads=None, slow=()) -> list[str]:
+def report_lines(records, fingerprint: Fingerprint, formula_threads=None, slow=()) -> list[str]:
     """The terminal report of a sweep: table, ratios, claim, thread formula, diagnoses."""
     lines: list[str] = []
-    fingerprint = Fingerprint.model_validate(fingerprint)
     f = fingerprint.fields
     flags = (f.get("isa.avx512_vnni"), f.get("isa.avx_vnni"))
     sweep_table(
@@ -106,7 +105,7 @@ def _listed(title: str, list_id: str, items: list[str]) -> str:
 
 def html_page(
     records: list[Result],
-    fingerprint: Fingerprint | dict,
+    fingerprint: Fingerprint,
     lines: list[str],
     slow: list[SlowInt8],
     gate_note: str,
@@ -141,7 +140,7 @@ def html_page(
     link = f" (<a href='{esc(gate_page)}'>gate report</a>)" if gate_page else ""
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>perfsuite run</title>
 <style>body{{font-family:sans-serif;margin:2em}}pre{{font-size:12px}}</style></head><body>
-<h1>perfsuite run on {esc(str(Fingerprint.model_validate(fingerprint).hardware_class))}</h1>
+<h1>perfsuite run on {esc(str(fingerprint.hardware_class))}</h1>
 <p id="gate">Regression gate: {esc(gate_note)}{link}</p>
 <h2>Sweep</h2><pre>{esc(chr(10).join(lines))}</pre>{diag}{imgs}
 {"<h2>Trends (results history)</h2>" + trends if trends else ""}</body></html>"""

@@ -6,7 +6,6 @@ report. The pytest plugin (``perfsuite.plugin``) only wires this into hooks and 
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -25,7 +24,6 @@ from perfsuite.records import Fingerprint, mode_kind
 from perfsuite.store import Store, open_store
 from perfsuite.store.files import RunDir
 from perfsuite.sweep.plan import Point, Profile, article_threads, expand, require_points
-from perfsuite.writing import json_default
 
 
 class PerfSession:
@@ -34,7 +32,7 @@ class PerfSession:
         profile: Profile,
         out_dir: Path,
         topo=None,  # None: this host's, as is the fingerprint
-        fingerprint: Fingerprint | dict | None = None,
+        fingerprint: Fingerprint | None = None,
         executor: str | None = None,  # None: executors.DEFAULT
         baselines: Path | None = None,
         spark_master: str | None = None,
@@ -53,7 +51,7 @@ class PerfSession:
         self.topo = read_topology("/") if topo is None else topo
         if fingerprint is None:
             fingerprint = host_fingerprint("/", frameworks=software_versions())
-        self.fingerprint = Fingerprint.model_validate(fingerprint)
+        self.fingerprint = fingerprint
         self.source = provenance() if source is None else source
         self.records: list[records.Result] = []
         self.counters = counters
@@ -103,26 +101,18 @@ class PerfSession:
         """Measure one point with the run's executor (``perfsuite.execute.executors``).
         keep=False (confirmation re-measures) writes the record but leaves it out of this
         run's results."""
-        head = {
-            "schema": records.RESULT,
-            "id": point.id,
-            "point": records.dump(point),
-            "hardware_class": self.fingerprint.hardware_class,
-            "software": {
-                k: v
-                for k, v in self.fingerprint.fields.items()
-                if k.startswith("software.") or k == "kernels.isa"
-            },
-            "timestamp": time.time(),
-            "status": "ok",
-            "error": None,
+        software = {
+            k: v
+            for k, v in self.fingerprint.fields.items()
+            if k.startswith("software.") or k == "kernels.isa"
         }
-        if self.source != records.Provenance():
-            head["source"] = records.dump(self.source)
-        gate = self.gate(point)
-        head["accuracy"] = records.dump(gate) if gate else None
-        if not keep:
-            head["remeasure"] = True
+        head = records.ResultHead(
+            schema=records.RESULT, id=point.id, point=point, software=software, status="ok",
+            hardware_class=self.fingerprint.hardware_class, timestamp=time.time(), error=None,
+            accuracy=self.gate(point),
+            **({"source": self.source} if self.source != records.Provenance() else {}),
+        )  # fmt: skip
+        marks = {} if keep else {"remeasure": True}
         try:
             one_run = mode_kind(point.mode) != "window"  # a LoadGen run or search, a decode run
             protocol = self.profile.protocol(
@@ -135,20 +125,20 @@ class PerfSession:
                 protocol = protocol.model_copy(
                     update={"loadgen": self.profile.loadgen(point.model), "log_dir": str(where)}
                 )
-            measured = records.dump(self.executor.run(point, protocol))
+            measured = self.executor.run(point, protocol)
         except WorkerError as exc:
             first = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
-            measured = {"status": "error", "error": first, "error_detail": str(exc)}
-        data = json.loads(json.dumps({**head, **measured}, default=json_default))
+            failed = {"status": "error", "error": first, "error_detail": str(exc)}
+            measured = records.Measurement()
+            marks |= failed
         try:
-            result = records.load_result(data)
+            result = records.Result.of(head, measured, **marks)
         except records.RecordError as exc:  # never store (or gate on) an invalid measurement
             failed = {"status": "error", "error": str(exc), "samples_s": [], "stats": None}
             try:  # keep what else was measured when that part is valid
-                rest = {k: v for k, v in data.items() if k != "session_medians_s"}
-                result = records.load_result({**rest, **failed})
+                result = records.Result.of(head, measured, **marks, **failed, session_medians_s=[])
             except records.RecordError:
-                result = records.load_result({**head, **failed})
+                result = records.Result.of(head, **marks, **failed)
         self.run_handle.write_result(result)
         if keep:
             self.records.append(result)
@@ -187,7 +177,7 @@ def llm_accuracy(model: str, framework: str, precision: str) -> records.Accuracy
 
 def run_summary(
     profile: dict,
-    fingerprint: dict,
+    fingerprint: records.Fingerprint,
     results: list[records.Result],
     source: records.Provenance | None = None,
 ):

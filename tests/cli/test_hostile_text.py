@@ -75,7 +75,7 @@ def run_report(text: str, tmp_path) -> str:
     from perfsuite.sweep.run_report import SlowInt8, html_page, report_lines
 
     recs = [result(text), result(text, threads=2)]
-    fp = fingerprint(host=text, hardware_class=text)
+    fp = records.Fingerprint.model_validate(fingerprint(host=text, hardware_class=text))
     slow = [SlowInt8(recs[0].id, recs[1].id, 0.5, [text])]
     return html_page(recs, fp, report_lines(recs, fp), slow, text, None, icount=[text])
 
@@ -92,7 +92,9 @@ def comparison(text: str):
     )
     differences = {"cpu.model": (text, text + "2")}
     c = Comparison(verdicts, False, differences, (text,), {"software.fw": (text, text)})
-    side = Side.of_results(fingerprint(text, text), recs, source=text)
+    side = Side.of_results(
+        records.Fingerprint.model_validate(fingerprint(text, text)), recs, source=text
+    )
     return c, side
 
 
@@ -212,7 +214,13 @@ def test_terminal_output_obeys_no_control_sequence_nor_rich_markup(capsys):
     c, side = comparison(TERM_PAYLOAD)
     terminal(print, c, TERM_PAYLOAD, TERM_PAYLOAD)
     recs = [result(TERM_PAYLOAD)]
-    print("\n".join(report_lines(recs, fingerprint(TERM_PAYLOAD, TERM_PAYLOAD))))
+    print(
+        "\n".join(
+            report_lines(
+                recs, records.Fingerprint.model_validate(fingerprint(TERM_PAYLOAD, TERM_PAYLOAD))
+            )
+        )
+    )
     out = capsys.readouterr().out
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)  # Console writes no colour here
     assert "[bold red]red[/]" in out and out.count(MARKER) > 5  # markup shown as written

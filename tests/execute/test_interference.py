@@ -70,7 +70,7 @@ P = "p-fw-fp32-t1-unbound-b1"
 def test_a_contaminated_point_cannot_be_a_regression():
     rng = np.random.default_rng(2)
     base = {P: rng.lognormal(0, 0.01, 200) * 0.01}
-    fp = {"fields": {}, "classes": {}, "hardware_class": "h"}
+    fp = records.Fingerprint(fields={}, classes={}, hardware_class="h")
     slow = base[P] * 1.5
     cfg = GateConfig(bootstrap_resamples=200)
     b = Side(fp, base, "base")

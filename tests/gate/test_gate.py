@@ -189,7 +189,7 @@ def _fp(**over):
         "freq.governor": "tolerance",
         "software.onnxruntime": "informational",
     }
-    return {"fields": fields, "classes": classes, "hardware_class": "amd-zen3-2c-1n"}
+    return records.Fingerprint(fields=fields, classes=classes, hardware_class="amd-zen3-2c-1n")
 
 
 def test_incomparable_hardware_names_the_fields():
@@ -257,7 +257,7 @@ def test_baseline_store_round_trip_and_refusals(tmp_path):
     assert added == [P("b")] and updated == [P("a")]
     data = store.load(path)
     assert [h.action for h in data.history] == ["created", "updated"]
-    other = dict(fp, hardware_class="amd-zen4-96c-1n-smt2")
+    other = fp.model_copy(update={"hardware_class": "amd-zen4-96c-1n-smt2"})
     (tmp_path / "amd-zen4-96c-1n-smt2").mkdir()
     (tmp_path / "amd-zen4-96c-1n-smt2" / "default.json").write_text(path.read_text())
     with pytest.raises(store.BaselineError, match="belongs to hardware class amd-zen3"):

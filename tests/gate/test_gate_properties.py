@@ -8,9 +8,10 @@ from hypothesis import strategies as st
 
 from perfsuite.gate.judge import Side, Verdict, default_rules, judge
 from perfsuite.gate.statistics import GateConfig
+from perfsuite.records import Fingerprint
 
 CFG = GateConfig(bootstrap_resamples=200)
-FP = {"fields": {}, "classes": {}, "hardware_class": "h"}
+FP = Fingerprint(fields={}, classes={}, hardware_class="h")
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -12,6 +12,7 @@ import sys
 import pytest
 from fake_dist import install
 
+from perfsuite import records
 from perfsuite.execute.executors import EXECUTORS, Executor, get_executor
 from perfsuite.execute.runner import runtime_extensions
 from perfsuite.host.topology import read_topology
@@ -103,8 +104,8 @@ def _profile():
     })  # fmt: skip
 
 
-def _fingerprint() -> dict:
-    return {"hardware_class": "test-host", "fields": {}, "classes": {}}
+def _fingerprint() -> records.Fingerprint:
+    return records.Fingerprint(hardware_class="test-host", fields={}, classes={})
 
 
 def _records(out) -> dict:

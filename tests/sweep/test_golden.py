@@ -41,7 +41,7 @@ def replay(out: Path) -> dict[str, str]:
     assert code == 1  # the run holds one (unconfirmed) regression: the offline gate fails
     texts = {name: (out / name).read_text() for name in GATE_FILES}
     run = read_run(GOLDEN / "run")
-    fingerprint, recs = run.summary.fingerprint.as_dict(), run.results
+    fingerprint, recs = run.summary.fingerprint, run.results
     slow = run_report.slow_int8(recs, fingerprint)
     lines = run_report.report_lines(recs, fingerprint, None, slow)
     page = run_report.html_page(recs, fingerprint, lines, slow, "verdicts: golden", "gate.html")

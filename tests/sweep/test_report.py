@@ -68,8 +68,8 @@ def test_every_slow_int8_point_is_diagnosed_in_terminal_and_html():
         record("int8_static", 35.0, fw="onnxruntime"),  # faster: not
         record("int8_static_rr", 9.0, threads=2, fw="onnxruntime"),  # no FP32 at t2: not
     ]
-    fp = {"hardware_class": "h", "fields": {"isa.avx512_vnni": False, "cpu.physical_cores": 2},
-          "classes": {}}  # fmt: skip
+    fields = {"isa.avx512_vnni": False, "cpu.physical_cores": 2}
+    fp = records.Fingerprint(hardware_class="h", classes={}, fields=fields)
     seen = []
 
     def fake(point, flags, flops):

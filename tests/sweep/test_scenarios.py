@@ -13,7 +13,7 @@ from perfsuite.gate.statistics import GateConfig
 from perfsuite.host.topology import read_topology
 from perfsuite.sweep.plan import PlanError, expand, load_profiles, make_profile, select_profile
 
-FP = {"fields": {}, "classes": {}, "hardware_class": "x"}
+FP = records.Fingerprint(fields={}, classes={}, hardware_class="x")
 
 
 def profile(**over):
