@@ -258,7 +258,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 def _finish(session, lazy) -> None:
     # here, after a sweep: the gate's reports bring matplotlib, 0.6 s at every pytest start
-    from perfsuite.sweep.finish import FinishOptions, Outcome, finish
+    from perfsuite.sweep.finish import FinishOptions, Outcome, failures, finish
 
     o = session.config.getoption
     opts = FinishOptions(
@@ -279,7 +279,7 @@ def _finish(session, lazy) -> None:
     session.config.stash[OUTCOME] = outcome
     if outcome.internal_error:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-    elif outcome.fail and session.exitstatus == 0:
+    elif failures(lazy.get().records, outcome) and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -13,6 +13,7 @@ from perfsuite.fleet.scoring import FleetError
 from perfsuite.fleet.sweep import compare_hosts, sweep_fleet
 from perfsuite.options import add_options
 from perfsuite.store.database import StoreError, open_history
+from perfsuite.sweep.finish import failures
 from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
 from perfsuite.sweep.report import sweep_table
 from perfsuite.writing import NotWritable, check_writable_dir, terminal_line
@@ -48,7 +49,7 @@ def cmd_sweep(args) -> int:
         sweep_table(print, fleet.records[host], hardware_class=cls)
         for pid, why in sorted(fleet.skipped[host].items()):
             print(f"skipped {pid}: {why}")
-        failed |= any(not r.ok for r in fleet.records[host])
+        failed |= bool(failures(fleet.records[host]))
     for host, why in sorted(fleet.errors.items()):
         print(terminal_line(f"== {host}: no results: {why}"))
     for host, offset in sorted(fleet.clock_offsets.items()):

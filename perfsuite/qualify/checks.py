@@ -25,7 +25,7 @@ from perfsuite.host.topology import read_topology
 from perfsuite.prepare.backends import software_versions
 from perfsuite.records import Check
 from perfsuite.store import scheme_of
-from perfsuite.sweep.finish import FinishOptions, finish
+from perfsuite.sweep.finish import FinishOptions, failures, finish
 from perfsuite.sweep.plan import load_profiles, select_profile
 from perfsuite.sweep.session import PerfSession
 
@@ -261,7 +261,7 @@ def measure_inference(
         session.close()  # the run's executor (and any SparkSession) stops here
     errors = [r.id for r in session.records if not r.ok]
     inaccurate = [r.id for r in session.records if r.accuracy and not r.accuracy.passed]
-    failed = outcome.fail or bool(errors) or bool(inaccurate)
+    failed = bool(failures(session.records, outcome))
     summary = f"{len(session.records)} point(s) measured"
     if errors or inaccurate:
         summary += f"; errors: {', '.join(errors) or '-'}; accuracy failed: "

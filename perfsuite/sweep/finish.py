@@ -7,6 +7,7 @@ code)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +58,22 @@ class Outcome:
     instructions: records.InstructionCounts | None = None  # when the profile asked for them
     icount_lines: list[str] = field(default_factory=list)  # for the HTML report
     gate_report: records.GateReport | None = None  # gate.json's content, for the history
+
+
+def failures(results: Iterable[records.Result], outcome: Outcome | None = None) -> list[str]:
+    """Why a run fails, one line each; none: it passes. The one place this is decided (the
+    pytest plugin's exit status, ``qualify --inference``, ``perfsuite sweep``): a point that
+    errored, an INT8/bf16 variant that failed its accuracy gate, and what ``finish`` found
+    (the regression gate per ``--perf-fail-on``, a baseline that could not be saved, a bug)."""
+    why = []
+    for r in results:
+        if not r.ok:
+            why.append(f"{r.id}: {r.error}")
+        elif r.accuracy and not r.accuracy.passed:
+            why.append(f"{r.id}: accuracy gate failed")
+    if outcome is not None and outcome.fail:
+        why.append("the gate failed" if outcome.comparison else "the run's finish failed")
+    return why
 
 
 def _remeasure(session, comparison: Comparison) -> dict[str, Remeasure]:

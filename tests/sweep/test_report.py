@@ -87,3 +87,16 @@ def test_every_slow_int8_point_is_diagnosed_in_terminal_and_html():
     assert "id='slow-int8'" in page and "ConvInteger from dynamic quantization" in page
     assert "Regression gate: no baseline for hardware class h" in page
     assert "data:image/png;base64" in page
+
+
+def test_a_run_fails_for_an_error_an_accuracy_failure_or_its_gate_and_says_which():
+    from perfsuite.sweep.finish import Outcome, failures
+
+    good = record("fp32", 10.0)
+    broken = good.model_copy(update={"status": "error", "error": "worker died", "stats": None})
+    acc = records.Accuracy(metric="top1_drop_points", value=5, threshold=1, passed=False, detail={})
+    wrong = record("int8_static", 20.0, fw="onnxruntime").model_copy(update={"accuracy": acc})
+    assert failures([good]) == [] and failures([good], Outcome()) == []
+    assert failures([good, broken]) == [f"{broken.id}: worker died"]
+    assert failures([wrong]) == [f"{wrong.id}: accuracy gate failed"]
+    assert failures([good], Outcome(fail=True)) == ["the run's finish failed"]
