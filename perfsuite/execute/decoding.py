@@ -25,11 +25,6 @@ TRIAD_FLOATS = 1 << 23  # 32 MiB per array, 96 MiB moved: past any L3 of the sup
 TRIAD_REPEATS = 5
 
 
-def l3_bytes() -> int | None:
-    caches = read_topology("/").caches
-    return caches["L3"].size_bytes if "L3" in caches else None
-
-
 def measure(
     point: Point, protocol: records.MeasureProtocol, binding, cpus, t_setup: float
 ) -> records.Measurement:
@@ -50,7 +45,9 @@ def measure(
         if generating
         else None
     )
-    roof = bandwidth and llm.roofline(variant.weight_bytes_per_token, bandwidth, l3_bytes() or 0)
+    roof = bandwidth and llm.roofline(
+        variant.weight_bytes_per_token, bandwidth, read_topology("/").l3_bytes or 0
+    )
     decode = records.DecodeRecord(
         test=point.mode,
         tokens=run.tokens,
