@@ -106,7 +106,8 @@ def warmed(session, inputs, point: Point, p: MeasureProtocol):
         call = slowed(session.callable(inputs), point.id)
         warm = warm_up(call, p)
         return lambda w: measure_latency(call, w, warm)
-    session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded
+    # one framework-parallel run of warmup_time, discarded
+    warm_up(lambda: session.run_throughput(inputs, seconds=p.warmup_time), p, calls=1)
 
     def window(w: MeasureProtocol):
         run = session.run_throughput(inputs, seconds=w.min_time)
