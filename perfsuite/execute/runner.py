@@ -148,13 +148,7 @@ def open_point(point: Point, cpus):
     backend and the inputs: everything a session of the point is opened from."""
     model = models.get(point.model)
     variant = quantize.prepare(model, point.precision, point.framework)
-    cfg = RunConfig(
-        threads=point.threads,
-        batch=point.batch,
-        mode="throughput" if point.mode in ("throughput", "offline") else "latency",
-        cpus=cpus,
-        options=dict(variant.framework_options),
-    )
+    cfg = RunConfig.for_point(point, cpus, variant.framework_options)
     return model, variant, cfg, get_backend(point.framework), model.inputs(point.batch)
 
 

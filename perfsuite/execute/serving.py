@@ -93,14 +93,7 @@ def measure(
         sessions = [
             stack.enter_context(
                 backend.prepare(
-                    variant.path,
-                    RunConfig(
-                        threads=per_stream,
-                        batch=point.batch,
-                        mode="throughput" if point.mode == "offline" else "latency",
-                        cpus=chunk,
-                        options=dict(cfg.options),
-                    ),
+                    variant.path, RunConfig.for_point(point, chunk, cfg.options, threads=per_stream)
                 )
             )
             for chunk in split_cpus(cpus, point.streams)
