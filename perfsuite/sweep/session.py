@@ -24,14 +24,7 @@ from perfsuite.prepare.backends import BACKENDS, software_versions
 from perfsuite.records import Fingerprint, mode_kind
 from perfsuite.store import Store, open_store
 from perfsuite.store.files import RunDir
-from perfsuite.sweep.plan import (
-    Point,
-    Profile,
-    article_threads,
-    expand,
-    l3_mb_of,
-    require_points,
-)
+from perfsuite.sweep.plan import Point, Profile, article_threads, expand, l3_mb_of, require_points
 from perfsuite.writing import json_default
 
 
