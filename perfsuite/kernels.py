@@ -483,10 +483,27 @@ def threads_granted(threads: int) -> int:
     return int(_kernels.threads_granted(_threads(threads)))
 
 
-def triad_best(n: int, threads: int, repeats: int) -> float:
-    """Best STREAM triad GB/s of ``repeats`` over arrays of ``n`` floats allocated here, so
-    that in a bound worker first touch puts them on its node."""
-    a = aligned_zeros(n)
-    b = aligned_zeros(n) + 1
-    c = aligned_zeros(n) + 2
-    return max(stream_triad(a, b, c, 3.0, threads)["bandwidth_gbs"] for _ in range(repeats))
+def triad_arrays(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """a, b, c of ``n`` floats for ``triad_gbs``, written here: first touch puts their pages
+    on the calling process's node (in a bound worker, its own)."""
+    return tuple(np.full(n, value, np.float32) for value in (0.0, 1.0, 2.0))
+
+
+def triad_gbs(
+    n: int,
+    threads: int = 1,
+    repeats: int = 3,
+    *,
+    best: bool = False,
+    discard_first: bool = False,
+    arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> float:
+    """STREAM triad GB/s at ``threads`` threads: the median (``best``: the maximum) of
+    ``repeats`` runs over ``triad_arrays(n)``, or over ``arrays`` a caller keeps."""
+    a, b, c = triad_arrays(n) if arrays is None else arrays
+    if discard_first:
+        # excluded: the first run after first touch also pays for cold TLBs and for OpenMP
+        # starting its team at this thread count, which is not memory bandwidth
+        stream_triad(a, b, c, 3.0, threads)
+    runs = [stream_triad(a, b, c, 3.0, threads)["bandwidth_gbs"] for _ in range(repeats)]
+    return float(max(runs) if best else np.median(runs))

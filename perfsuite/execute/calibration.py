@@ -12,8 +12,6 @@ from __future__ import annotations
 import functools
 import time
 
-import numpy as np
-
 from perfsuite import kernels
 from perfsuite.records import Speed
 
@@ -25,16 +23,13 @@ TRIAD_REPEATS = 3
 @functools.lru_cache(maxsize=1)
 def _triad_arrays():
     # allocated once per process: fresh pages would time the page faults, not the memory
-    return tuple(np.ones(TRIAD_FLOATS, np.float32) for _ in range(3))
+    return kernels.triad_arrays(TRIAD_FLOATS)
 
 
 def probe() -> Speed:
     t0 = time.perf_counter()
     fma = kernels.compute_peak(threads=1, seconds=FMA_SECONDS)["gflops"]
-    a, b, c = _triad_arrays()
-    bw = [
-        kernels.stream_triad(a, b, c, 3.0, threads=1)["bandwidth_gbs"] for _ in range(TRIAD_REPEATS)
-    ]
+    bw = kernels.triad_gbs(TRIAD_FLOATS, 1, TRIAD_REPEATS, arrays=_triad_arrays())
     return Speed(  # one thread each; triad: the median of TRIAD_REPEATS
-        fma_gflops=float(fma), triad_gbs=float(np.median(bw)), seconds=time.perf_counter() - t0
+        fma_gflops=float(fma), triad_gbs=bw, seconds=time.perf_counter() - t0
     )

@@ -25,19 +25,6 @@ TRIAD_FLOATS = 1 << 23  # 32 MiB per array, 96 MiB moved: past any L3 of the sup
 TRIAD_REPEATS = 5
 
 
-def triad_gbs(threads: int) -> float:
-    """The median of ``TRIAD_REPEATS`` STREAM triads at ``threads`` threads, in GB/s."""
-    a, b, c = (np.ones(TRIAD_FLOATS, np.float32) for _ in range(3))
-    kernels.stream_triad(a, b, c, 3.0, threads=threads)  # first touch: page faults, not memory
-    runs = [kernels.stream_triad(a, b, c, 3.0, threads=threads) for _ in range(TRIAD_REPEATS)]
-    return float(np.median([r["bandwidth_gbs"] for r in runs]))
-
-
-def l3_bytes() -> int | None:
-    caches = read_topology("/").caches
-    return caches["L3"].size_bytes if "L3" in caches else None
-
-
 def measure(
     point: Point, protocol: records.MeasureProtocol, binding, cpus, t_setup: float
 ) -> records.Measurement:
@@ -53,8 +40,14 @@ def measure(
     # a prompt's tokens share one pass over the weights: only generation has this roofline
     kind, tokens = records.decode_test(point.mode)
     generating = kind == "tg"
-    bandwidth = triad_gbs(point.threads) if generating else None
-    roof = bandwidth and llm.roofline(variant.weight_bytes_per_token, bandwidth, l3_bytes() or 0)
+    bandwidth = (
+        kernels.triad_gbs(TRIAD_FLOATS, point.threads, TRIAD_REPEATS, discard_first=True)
+        if generating
+        else None
+    )
+    roof = bandwidth and llm.roofline(
+        variant.weight_bytes_per_token, bandwidth, read_topology("/").l3_bytes or 0
+    )
     decode = run.model_copy(update={
         "triad_gbs": bandwidth,
         "roofline_tokens_per_s": roof.ceiling_tokens_per_s if roof else None,

@@ -20,23 +20,36 @@ from perfsuite.records import MeasureProtocol, RunProtocol, Warmup
 P99_MIN_SAMPLES = 100  # below this, p99 is the max of a handful of calls: flagged
 
 
-def warm_up(call: Callable[[], object], p: MeasureProtocol) -> Warmup:
-    times: list[float] = []
+def warm_up(
+    call: Callable[[], object],
+    p: MeasureProtocol,
+    *,
+    calls: int | None = None,
+    times: list[float] | None = None,
+) -> Warmup:
+    """Call until ``p``'s minimums are met and the last calls agree (or ``max_warmup_time``
+    passed). ``calls``: exactly that many, without waiting for agreement (a LoadGen session,
+    a throughput run); ``times``, when given, receives each call's seconds."""
+    if calls is not None:
+        p = p.model_copy(update={"warmup_calls": calls, "warmup_time": 0, "max_warmup_time": 0})
+    seen: list[float] = []
     t0 = time.perf_counter()
     while True:
         s = time.perf_counter()
         call()
-        times.append(time.perf_counter() - s)
+        seen.append(time.perf_counter() - s)
         elapsed = time.perf_counter() - t0
-        if len(times) < p.warmup_calls or elapsed < p.warmup_time:
+        if len(seen) < p.warmup_calls or elapsed < p.warmup_time:
             continue
-        if len(times) >= 10:
-            last, prev = np.median(times[-5:]), np.median(times[-10:-5])
+        if len(seen) >= 10:
+            last, prev = np.median(seen[-5:]), np.median(seen[-10:-5])
             stable = bool(abs(last - prev) <= p.stable_within * prev)
         else:  # slow calls: ten of them would take long; accept after the minimums
-            stable = times[-1] > 0.2
+            stable = seen[-1] > 0.2
         if stable or elapsed >= p.max_warmup_time:
-            return Warmup(calls=len(times), seconds=elapsed, stable=stable)
+            if times is not None:
+                times.extend(seen)
+            return Warmup(calls=len(seen), seconds=elapsed, stable=stable)
 
 
 def measure_latency(

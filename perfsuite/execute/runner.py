@@ -106,7 +106,8 @@ def warmed(session, inputs, point: Point, p: MeasureProtocol):
         call = slowed(session.callable(inputs), point.id)
         warm = warm_up(call, p)
         return lambda w: measure_latency(call, w, warm)
-    session.run_throughput(inputs, seconds=p.warmup_time)  # warm-up, discarded
+    # one framework-parallel run of warmup_time, discarded
+    warm_up(lambda: session.run_throughput(inputs, seconds=p.warmup_time), p, calls=1)
 
     def window(w: MeasureProtocol):
         run = session.run_throughput(inputs, seconds=w.min_time)
@@ -147,13 +148,7 @@ def open_point(point: Point, cpus):
     backend and the inputs: everything a session of the point is opened from."""
     model = models.get(point.model)
     variant = quantize.prepare(model, point.precision, point.framework)
-    cfg = RunConfig(
-        threads=point.threads,
-        batch=point.batch,
-        mode="throughput" if point.mode in ("throughput", "offline") else "latency",
-        cpus=cpus,
-        options=dict(variant.framework_options),
-    )
+    cfg = RunConfig.for_point(point, cpus, variant.framework_options)
     return model, variant, cfg, get_backend(point.framework), model.inputs(point.batch)
 
 

@@ -12,6 +12,7 @@ and an offline rate on their own (``gated``), single- and multi-stream on the sa
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import math
 import time
 from contextlib import ExitStack
@@ -23,7 +24,7 @@ import numpy as np
 from perfsuite import records, serve
 from perfsuite.execute import calibration, faults
 from perfsuite.execute.interference import Sampler
-from perfsuite.execute.measure import one_window
+from perfsuite.execute.measure import one_window, warm_up
 from perfsuite.prepare.backends import RunConfig
 from perfsuite.records import Point
 
@@ -92,19 +93,12 @@ def measure(
         sessions = [
             stack.enter_context(
                 backend.prepare(
-                    variant.path,
-                    RunConfig(
-                        threads=per_stream,
-                        batch=point.batch,
-                        mode="throughput" if point.mode == "offline" else "latency",
-                        cpus=chunk,
-                        options=dict(cfg.options),
-                    ),
+                    variant.path, RunConfig.for_point(point, chunk, cfg.options, threads=per_stream)
                 )
             )
             for chunk in split_cpus(cpus, point.streams)
         ]
-        call_s = [_warm_up(s, inputs, protocol.warmup_calls) for s in sessions]
+        call_s = [_warmed_call_s(s, inputs, protocol) for s in sessions]
         if point.mode in ("single_stream", "multi_stream"):
             # LoadGen pre-generates min_duration / expected latency queries: a guess too high
             # runs out of queries before min_duration and the run is INVALID for it; too low
@@ -161,14 +155,13 @@ def measure(
     )
 
 
-def _warm_up(session, inputs, calls: int) -> float:
-    """Warm ``session`` up (LoadGen's first queries must not pay for it); the median time
-    of its last calls, in seconds."""
-    times = []
-    for i in range(max(3, int(calls))):
-        t0 = time.perf_counter()
-        session.infer(inputs[i % SAMPLES])
-        times.append(time.perf_counter() - t0)
+def _warmed_call_s(session, inputs, protocol: records.MeasureProtocol) -> float:
+    """Warm ``session`` up with ``protocol.warmup_calls`` calls, at least 3 (LoadGen's first
+    queries must not pay for it); the median time of its last 3 calls, in seconds."""
+    times: list[float] = []
+    queries = itertools.cycle(inputs)
+    calls = max(3, int(protocol.warmup_calls))
+    warm_up(lambda: session.infer(next(queries)), protocol, calls=calls, times=times)
     return float(np.median(times[-3:]))
 
 

@@ -23,12 +23,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from importlib.metadata import entry_points
 
 import numpy as np
 from scipy import stats
 
-from perfsuite import records
+from perfsuite import plugins, records
 from perfsuite.dispersion import cv, robust_cv
 from perfsuite.gate.statistics import (
     FOLLOWED_SHIFT,
@@ -278,8 +277,8 @@ CONTAMINATION = Contamination()
 def default_rules() -> tuple[Rule, ...]:
     """The rules above, then those other packages register under the ``perfsuite.rules``
     entry-point group (each a Rule class, applied in name order, before contamination)."""
-    extra = sorted(entry_points(group="perfsuite.rules"), key=lambda ep: ep.name)
-    return RULES + tuple(ep.load()() for ep in extra)
+    extra = plugins.load("perfsuite.rules", make=lambda rule_class: rule_class())
+    return RULES + tuple(rule for _, rule in sorted(extra.items()))
 
 
 def _evidence(base: Side, cur: Side, ids: list[str], cfg: GateConfig) -> dict[str, Evidence]:

@@ -110,7 +110,7 @@ def collect_caches(topo: Topology) -> dict:
         "cache.l1d_bytes": size.get("L1d"),
         "cache.l1i_bytes": size.get("L1i"),
         "cache.l2_bytes": size.get("L2"),
-        "cache.l3_bytes": size.get("L3"),
+        "cache.l3_bytes": topo.l3_bytes,
         "cache.l3_domain_count": len(domains) if domains else None,
         "cache.l3_domains": [format_cpulist(d) for d in domains] if domains else None,
     }

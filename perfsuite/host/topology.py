@@ -129,6 +129,12 @@ class Topology:
     notes: tuple[str, ...] = field(default=())
 
     @property
+    def l3_bytes(self) -> int | None:
+        """The L3's size (the one lookup: the roofline, the thread formula), or None."""
+        l3 = self.caches.get("L3")
+        return l3.size_bytes if l3 else None
+
+    @property
     def l3_domains(self) -> tuple[tuple[int, ...], ...] | None:
         l3 = self.caches.get("L3")
         return l3.domains if l3 else None

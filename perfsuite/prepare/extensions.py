@@ -11,10 +11,10 @@ A package declares its own the same way (docs/design/architecture.md, "Where a c
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
-import warnings
 from collections.abc import Callable, Iterator, MutableMapping
+
+from perfsuite import plugins
 
 BACKENDS = "perfsuite.backends"
 PRECISIONS = "perfsuite.precisions"
@@ -22,8 +22,9 @@ EXECUTORS = "perfsuite.executors"
 
 
 class Registry(MutableMapping):
-    """name -> object of one entry-point group (read on first use and again when ``sys.path``
-    changed), plus run-time registrations (a conftest's ``Backend`` subclass).
+    """name -> object of one entry-point group (``perfsuite.plugins.load``, on first use and
+    again when ``sys.path`` changed), plus run-time registrations (a conftest's ``Backend``
+    subclass).
 
     ``make`` turns what an entry point names into the registered object (a class into its
     instance, say). Entries registered at run time win over entry points of the same name
@@ -40,23 +41,8 @@ class Registry(MutableMapping):
         path = tuple(sys.path)
         if path != self._path:
             self._path = path  # first: loading defines classes that register here
-            self._found = self._scan()
+            self._found = plugins.load(self.group, self._make)
         return {**self._found, **self._added}
-
-    def _scan(self) -> dict:
-        found: dict = {}
-        for ep in importlib.metadata.entry_points(group=self.group):
-            if ep.name in found:  # the first on sys.path wins, as for imports
-                continue
-            try:
-                found[ep.name] = self._make(ep.load())
-            except Exception as exc:  # one broken plugin must not take the others down
-                warnings.warn(
-                    f"{self.group} entry point {ep.name} = {ep.value} not loaded: "
-                    f"{exc.__class__.__name__}: {exc}",
-                    stacklevel=3,
-                )
-        return found
 
     def named(self, name: str, what: str):
         """The entry ``name``; a ValueError listing the known ones when there is none."""

@@ -527,8 +527,9 @@ def measure(topo, *, quick: bool = False, mechanism: str = "auto") -> records.Ho
     bandwidth = {}
     for p in placement.shards(topo, "node"):
         bandwidth[p.mem_nodes[0]] = run_bound(
-            kernels.triad_best, n, len(p.cpus), 3 if quick else 5, placement=p, mechanism=mechanism
-        ).result
+            kernels.triad_gbs, n, len(p.cpus), 3 if quick else 5, best=True, placement=p,
+            mechanism=mechanism,
+        ).result  # fmt: skip
     seconds = 0.05 if quick else 0.3
     repeats = [kernels.compute_peak(1, seconds)["gflops"] for _ in range(3 if quick else 5)]
     cores = topo.physical_cores or 1

@@ -6,10 +6,9 @@ another package under the ``perfsuite.stores`` entry-point group."""
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from typing import Protocol
 
-from perfsuite import records
+from perfsuite import plugins, records
 from perfsuite.store.baseline import BaselineError, Saved
 from perfsuite.store.database import HistoryStore, StoreError
 from perfsuite.store.files import FileStore
@@ -54,8 +53,7 @@ def open_store(url: str) -> Store:
     """The store for ``url``: a path or file:// URL, or a database URL."""
     scheme = scheme_of(url)
     if scheme not in STORES:
-        for ep in entry_points(group="perfsuite.stores"):
-            register(ep.load())
+        plugins.load("perfsuite.stores", register)
     if scheme not in STORES:
         known = ", ".join(f"{s}://" for s in sorted(STORES))
         raise StoreError(

@@ -348,6 +348,11 @@ def select_profile(profiles: dict, name: str, overrides: dict) -> Profile:
     return make_profile(name, raw)
 
 
+def l3_mb_of(topo: Topology) -> float:
+    """The L3 in MiB for ``article_threads``; 32 (a Zen 3 CCD's) where sysfs does not say."""
+    return (topo.l3_bytes or 32 << 20) / 2**20
+
+
 def article_threads(physical_cores: int, model_mb: float, l3_mb: float) -> int:
     """The article's heuristic: min(physical cores x 2, model MB / (L3 MB / 2)), >= 1."""
     return max(1, min(physical_cores * 2, math.floor(model_mb / (l3_mb / 2))))
@@ -370,7 +375,7 @@ def expand(
     node_list = [node for spec in profile.numa_nodes for node in named.get(spec) or [int(spec)]]
     physical = topo.physical_cores or len(topo.online or ()) or 1
     tpc = topo.threads_per_core or 1
-    l3_mb = (topo.caches["L3"].size_bytes / 2**20) if "L3" in topo.caches else 32.0
+    l3_mb = l3_mb_of(topo)
     per_node = {}  # node -> (why it cannot be used, its cores)
     for node in dict.fromkeys(node_list):
         if node is None:

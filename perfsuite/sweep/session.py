@@ -23,7 +23,7 @@ from perfsuite.prepare.backends import BACKENDS, software_versions
 from perfsuite.records import Fingerprint, mode_kind
 from perfsuite.store import Store, open_store
 from perfsuite.store.files import RunDir
-from perfsuite.sweep.plan import Point, Profile, article_threads, expand, require_points
+from perfsuite.sweep.plan import Point, Profile, article_threads, expand, l3_mb_of, require_points
 
 
 class PerfSession:
@@ -81,8 +81,8 @@ class PerfSession:
         return models.get(name).weight_bytes / 2**20
 
     def formula_threads(self, model: str) -> int:
-        l3 = self.topo.caches["L3"].size_bytes / 2**20 if "L3" in self.topo.caches else 32.0
-        return article_threads(self.topo.physical_cores or 1, self._model_mb(model), l3)
+        cores = self.topo.physical_cores or 1
+        return article_threads(cores, self._model_mb(model), l3_mb_of(self.topo))
 
     def gate(self, point: Point):
         """Accuracy of an INT8/bf16 variant vs FP32, computed once per (model, fw, prec)."""

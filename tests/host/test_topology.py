@@ -42,7 +42,7 @@ def test_kvm_guest(host_tree):
     assert (t.sockets, t.physical_cores, t.threads_per_core) == (1, 2, 1)
     assert t.caches["L1d"].size_bytes == 32 << 10
     assert t.caches["L2"].size_bytes == 512 << 10
-    assert t.caches["L3"].size_bytes == 32 << 20
+    assert t.caches["L3"].size_bytes == t.l3_bytes == 32 << 20
     assert t.l3_domains == ((0, 1),)
     assert [(n.node, n.cpus) for n in t.numa_nodes] == [(0, (0, 1))]
     assert t.cpu.vendor == "AuthenticAMD" and (t.cpu.family, t.cpu.model) == (25, 1)
@@ -95,6 +95,7 @@ def test_broken_tree_degrades_with_notes(host_tree):
 def test_empty_root_never_crashes(tmp_path):
     t = read_topology(tmp_path)
     assert t.online is None and t.sockets is None and t.numa_nodes is None
+    assert t.l3_bytes is None
     assert t.cpu.vendor is None
     assert any("online CPUs" in n for n in t.notes)
 

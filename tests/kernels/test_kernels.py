@@ -427,6 +427,29 @@ def test_stream_kernels_compute_the_right_values(isa, threads):
     assert np.array_equal(a2, b)
 
 
+def test_triad_gbs_reads_the_median_or_the_best_and_reuses_given_arrays(monkeypatch):
+    """One triad for every caller: the median (calibration, decode) or the best (bound
+    workers, qualification) of its repeats; a discarded first run is not counted."""
+    rates = iter([1.0, 9.0, 2.0, 4.0])
+    seen = []
+
+    def fake(a, b, c, scalar, threads):
+        seen.append((a, threads))
+        return {"bandwidth_gbs": next(rates)}
+
+    monkeypatch.setattr(kernels, "stream_triad", fake)
+    arrays = kernels.triad_arrays(16)
+    assert kernels.triad_gbs(16, 2, 3, discard_first=True, arrays=arrays) == 4.0  # 9, 2, 4
+    assert len(seen) == 4 and all(a is arrays[0] and t == 2 for a, t in seen)
+    rates = iter([1.0, 9.0, 2.0])
+    assert kernels.triad_gbs(16, 1, 3, best=True) == 9.0
+    assert [x.dtype for x in kernels.triad_arrays(8)] == [np.float32] * 3
+
+
+def test_triad_gbs_measures_a_bandwidth():
+    assert kernels.triad_gbs(1 << 16, 1, 2) > 0
+
+
 def test_threads_are_honoured_exactly():
     for t in (1, 2, 3, 5):
         assert kernels.threads_granted(t) == t

@@ -8,6 +8,7 @@ import pytest
 from perfsuite.execute.isolation import WorkerCrashed, WorkerError, WorkerTimeout, run_isolated
 from perfsuite.prepare import models
 from perfsuite.prepare.backends import BACKENDS, BackendError, RunConfig, get_backend
+from perfsuite.records import Point
 
 FRAMEWORKS = [
     pytest.param(n, marks=pytest.mark.skipif(b.version() is None, reason=f"{n} is not installed"))
@@ -55,6 +56,18 @@ def test_openvino_records_streams_and_requests(cnn):
         run = s.run_throughput(cnn.inputs(1), seconds=0.3)
         assert run.items > 0 and run.items == len(run.latencies_s)
         assert run.items_per_s > 0
+
+
+def test_a_points_run_config_is_built_in_one_place():
+    point = Point(model="m", framework="onnxruntime", precision="fp32", threads=4, batch=2,
+                  mode="offline", streams=2)  # fmt: skip
+    options = {"spinning": False}
+    cfg = RunConfig.for_point(point, (0, 1), options, threads=2)
+    assert cfg == RunConfig(threads=2, batch=2, mode="throughput", cpus=(0, 1), options=options)
+    assert cfg.options is not options  # a session cannot change the variant's options
+    window = RunConfig.for_point(point.but(mode="latency", streams=1))
+    assert (window.threads, window.mode, window.cpus, window.options) == (4, "latency", None, {})
+    assert RunConfig.for_point(point.but(mode="throughput", streams=1)).mode == "throughput"
 
 
 def test_bad_options_and_config_are_clear_errors(cnn):

@@ -22,6 +22,7 @@ import numpy as np
 
 from perfsuite.prepare.extensions import BACKENDS as GROUP
 from perfsuite.prepare.extensions import Registry
+from perfsuite.records import Point
 
 
 class BackendUnavailable(RuntimeError):
@@ -47,6 +48,21 @@ class RunConfig:
             raise ValueError(f"batch must be >= 1, got {self.batch}")
         if self.mode not in ("latency", "throughput"):
             raise ValueError(f"mode must be 'latency' or 'throughput', got {self.mode!r}")
+
+    @classmethod
+    def for_point(
+        cls, point: Point, cpus=None, options: dict | None = None, *, threads: int | None = None
+    ) -> RunConfig:
+        """A point's session settings: its threads (``threads``: one LoadGen stream's share),
+        batch and mode (the framework's parallelism for a throughput window and LoadGen's
+        offline scenario), pinned to ``cpus`` when given."""
+        return cls(
+            threads=point.threads if threads is None else threads,
+            batch=point.batch,
+            mode="throughput" if point.mode in ("throughput", "offline") else "latency",
+            cpus=cpus,
+            options=dict(options or {}),
+        )
 
 
 @dataclass
