@@ -103,7 +103,8 @@ def _crash(op: str, url: str, target: int, *args) -> int:
         [sys.executable, __file__, op, url, str(target), *map(str, args)],
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},  # history_data
+        # history_data, and the perfsuite under test (not another installed checkout)
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(map(str, Path(__file__).parents[1:3]))},
     )
     acked = 0
     try:
