@@ -27,8 +27,7 @@ from perfsuite.gate.judge import (
 from perfsuite.gate.report import as_json, terminal, write_all
 from perfsuite.gate.statistics import GateConfig
 from perfsuite.history.trends import figures
-from perfsuite.store import BaselineError, StoreError, open_store
-from perfsuite.store.database import HistoryStore
+from perfsuite.store import BaselineError, HistoryQueries, StoreError, open_store
 from perfsuite.sweep import run_report
 from perfsuite.urls import hide_secrets
 from perfsuite.writing import atomic_write_text
@@ -225,7 +224,7 @@ def _record_history(session, opts: FinishOptions, out: Outcome) -> str | None:
         out.fail = True
         return None
     out.lines.append(f"history: run {'recorded' if added else 'already'} in {store.safe_url}")
-    if not isinstance(store, HistoryStore):
+    if not isinstance(store, HistoryQueries):  # a history, not run directories
         return None
     try:
         return figures(store, sorted({r.id for r in session.records}))

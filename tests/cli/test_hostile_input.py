@@ -25,7 +25,8 @@ from perfsuite.host.provenance import provenance
 from perfsuite.records import MeasureProtocol, Point, Provenance
 from perfsuite.serve import MAX_SCHEDULED_QUERIES, ScenarioSettings, SettingsError
 from perfsuite.store import open_store
-from perfsuite.store.database import StoreError, open_history
+from perfsuite.store.database import open_history
+from perfsuite.store.engine import StoreError
 from perfsuite.store.files import read_run
 from perfsuite.sweep.plan import (
     PlanError,

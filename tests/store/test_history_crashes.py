@@ -28,7 +28,8 @@ from history_data import T0, fingerprint, point_id, record, step_history
 from perfsuite import records
 from perfsuite.cli import main
 from perfsuite.store import baseline, schema
-from perfsuite.store.database import MIGRATIONS, HistoryStore
+from perfsuite.store.database import HistoryStore
+from perfsuite.store.engine import MIGRATIONS
 
 RUNS, POINTS, NOTES, SAVES = 30, 12, 30, 20
 SEEDS = range(3)
