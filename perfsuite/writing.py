@@ -125,6 +125,13 @@ def _first_non_finite(value, where: str = ""):
     return None
 
 
+def append_text(path: Path | str, text: str) -> None:
+    """Add ``text`` at the end of a file others append to as well ($GITHUB_STEP_SUMMARY):
+    an append, not a replace, so what earlier steps wrote stays."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(text)
+
+
 def write_json(path: Path, data, **options) -> Path:
     """``data`` as indented JSON at ``path``, atomically: the form of every record file."""
     atomic_write_text(path, finite_json(data, indent=1, **options))

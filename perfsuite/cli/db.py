@@ -39,7 +39,7 @@ from perfsuite.store import (
     open_queries,
 )
 from perfsuite.store.baseline import BaselineError
-from perfsuite.writing import atomic_write_text, finite_json, terminal_line
+from perfsuite.writing import append_text, atomic_write_text, finite_json, terminal_line
 
 
 def _print_json(data) -> None:
@@ -178,8 +178,7 @@ def cmd_gate(args) -> int:
     for line in history_lines(result):
         print(terminal_line(line))
     if args.summary:
-        with open(args.summary, "a", encoding="utf-8") as f:  # GITHUB_STEP_SUMMARY appends
-            f.write(history_markdown(result))
+        append_text(args.summary, history_markdown(result))  # GITHUB_STEP_SUMMARY appends
     if args.json:
         atomic_write_text(args.json, finite_json(history_json(result), indent=1) + "\n")
     return EXIT_FAIL if result.failing else EXIT_OK

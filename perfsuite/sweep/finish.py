@@ -24,11 +24,12 @@ from perfsuite.gate.judge import (
     judge,
     judge_counts,
 )
-from perfsuite.gate.report import as_json, terminal, write_all
+from perfsuite.gate.report import as_json, render, terminal
 from perfsuite.gate.statistics import GateConfig
 from perfsuite.history.trends import figures
 from perfsuite.store import BaselineError, HistoryQueries, StoreError, open_store
 from perfsuite.sweep import run_report
+from perfsuite.sweep.gate_files import write_reports
 from perfsuite.urls import hide_secrets
 from perfsuite.writing import atomic_write_text
 
@@ -189,7 +190,7 @@ def _gate(session, opts: FinishOptions, out: Outcome) -> None:
         comparison = confirm(comparison, base, _remeasure(session, comparison), cfg)
     out.comparison = comparison
     terminal(out.lines.append, comparison, base.source, cur.source)
-    paths = write_all(session.run_dir, comparison, base, cur, fail_on)
+    paths = write_reports(session.run_dir, render(comparison, base, cur, fail_on))
     out.lines.append("reports: " + ", ".join(str(p) for p in paths.values()))
     out.gate_report = records.load_gate_report(as_json(comparison, fail_on))
     failing = comparison.failing(fail_on)
