@@ -39,7 +39,8 @@ from perfsuite.store import (
     open_queries,
 )
 from perfsuite.store.baseline import BaselineError
-from perfsuite.writing import append_text, atomic_write_text, finite_json, terminal_line
+from perfsuite.text import finite_json, terminal_line
+from perfsuite.writing import append_text, atomic_write_text
 
 
 def _print_json(data) -> None:

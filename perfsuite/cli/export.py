@@ -15,7 +15,8 @@ from perfsuite.options import output_file
 from perfsuite.store import StoreError, open_queries
 from perfsuite.store.baseline import BaselineError
 from perfsuite.store.files import read_run
-from perfsuite.writing import NotFinite, atomic_write_text, finite_json
+from perfsuite.text import NotFinite, finite_json
+from perfsuite.writing import atomic_write_text
 
 INPUT_ERRORS: tuple[type[Exception], ...] = ()
 

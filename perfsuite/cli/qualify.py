@@ -22,14 +22,8 @@ from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks as qualify
 from perfsuite.qualify.here import qualify_here
 from perfsuite.store import StoreError, open_importer
-from perfsuite.writing import (
-    NotWritable,
-    atomic_write_text,
-    check_writable_dir,
-    finite_json,
-    terminal_line,
-    write_json,
-)
+from perfsuite.text import finite_json, terminal_line
+from perfsuite.writing import NotWritable, atomic_write_text, check_writable_dir, write_json
 
 INPUT_ERRORS = (StoreError, fleet.FleetError, qualify.QualifyError, NotWritable, FleetUsageError)
 

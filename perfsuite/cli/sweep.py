@@ -15,7 +15,8 @@ from perfsuite.options import add_options
 from perfsuite.store import StoreError, open_importer
 from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
 from perfsuite.sweep.report import sweep_table
-from perfsuite.writing import NotWritable, check_writable_dir, terminal_line
+from perfsuite.text import terminal_line
+from perfsuite.writing import NotWritable, check_writable_dir
 
 INPUT_ERRORS: tuple[type[Exception], ...] = (StoreError, FleetError)
 

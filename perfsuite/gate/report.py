@@ -17,14 +17,7 @@ from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend 
 from perfsuite.gate.judge import Comparison, Side, Verdict
 from perfsuite.gate.statistics import thread_group
 from perfsuite.records import load_gate_report
-from perfsuite.writing import (
-    finite_json,
-    json_default,
-    md_cell,
-    md_code,
-    plot_label,
-    terminal_line,
-)
+from perfsuite.text import finite_json, json_default, md_cell, md_code, plot_label, terminal_line
 
 
 def _confirm(v: Verdict) -> str:

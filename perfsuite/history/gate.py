@@ -22,7 +22,7 @@ from perfsuite.gate.judge import Comparison, Side, judge
 from perfsuite.history.changes import Change, detect, reset_index
 from perfsuite.store import find_baseline
 from perfsuite.store.protocols import HistoryQueries, SeriesPoint, StoredRun
-from perfsuite.writing import md_cell, md_code
+from perfsuite.text import md_cell, md_code
 
 MIN_RUNS = 2  # previous runs a point needs before the history gates it
 LAST_RUNS = 10  # previous runs pooled as its baseline

@@ -11,7 +11,7 @@ from fnmatch import fnmatchcase
 
 from perfsuite.history.changes import Change, detect
 from perfsuite.store.protocols import Annotation, HistoryQueries
-from perfsuite.writing import plot_label
+from perfsuite.text import plot_label
 
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
 MARKED_RUNS = 200  # a longer line is drawn without a marker per run

@@ -25,7 +25,7 @@ from perfsuite.records import Fingerprint, mode_kind
 from perfsuite.store import Store, open_store
 from perfsuite.store.files import RunDir
 from perfsuite.sweep.plan import Point, Profile, article_threads, expand, require_points
-from perfsuite.writing import json_default
+from perfsuite.text import json_default
 
 
 class PerfSession:

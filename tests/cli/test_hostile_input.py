@@ -35,8 +35,9 @@ from perfsuite.sweep.plan import (
     require_points,
     select_profile,
 )
+from perfsuite.text import NotFinite, SafeTerminal
 from perfsuite.urls import hide_secrets, mask_url, without_credentials
-from perfsuite.writing import NotFinite, NotWritable, SafeTerminal, atomic_write_text, write_json
+from perfsuite.writing import NotWritable, atomic_write_text, write_json
 
 pytest_plugins = ["pytester"]
 SECRET = "S3cretTok"
