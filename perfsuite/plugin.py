@@ -21,7 +21,8 @@ from perfsuite.gate.config import GateConfigError, load_gate_config
 from perfsuite.host.provenance import provenance
 from perfsuite.options import OPTIONS, PLUGIN, add_options, profile_overrides
 from perfsuite.prepare import cache
-from perfsuite.store import StoreError, database, open_store, scheme_of
+from perfsuite.store import ENV as STORE_ENV
+from perfsuite.store import StoreError, open_store, scheme_of
 from perfsuite.sweep.plan import PlanError, Profile, load_profiles, select_profile
 from perfsuite.sweep.session import PerfSession
 from perfsuite.writing import NotWritable, check_writable_dir
@@ -134,7 +135,7 @@ def _check_outputs(config) -> None:
 
 def history_url(config) -> str | None:
     """Where runs are recorded: --perf-store, else $PERFSUITE_STORE; None: nowhere."""
-    return config.getoption("perf_store") or os.environ.get(database.ENV) or None
+    return config.getoption("perf_store") or os.environ.get(STORE_ENV) or None
 
 
 class _LazySession:

@@ -13,7 +13,8 @@ import os
 import sys
 from collections.abc import Iterable
 
-from perfsuite.writing import NotFinite, NotWritable, SafeTerminal
+from perfsuite.text import NotFinite, SafeTerminal
+from perfsuite.writing import NotWritable
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it

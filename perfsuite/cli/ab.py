@@ -24,7 +24,8 @@ from perfsuite.sweep.plan import (
     require_points,
     select_profile,
 )
-from perfsuite.writing import NotWritable, check_writable_dir, terminal_line
+from perfsuite.text import terminal_line
+from perfsuite.writing import NotWritable, check_writable_dir
 
 INPUT_ERRORS: tuple[type[Exception], ...] = ()
 

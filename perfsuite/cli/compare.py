@@ -8,10 +8,11 @@ from pathlib import Path
 from perfsuite.cli import EXIT_FAIL, EXIT_OK, add_verb
 from perfsuite.gate.config import GateConfigError, load_gate_config
 from perfsuite.gate.judge import judge
-from perfsuite.gate.report import terminal, write_all
+from perfsuite.gate.report import render, terminal
 from perfsuite.options import add_options
 from perfsuite.store.baseline import BaselineError
 from perfsuite.sweep.compare import load_sides
+from perfsuite.sweep.gate_files import write_reports
 from perfsuite.writing import NotWritable, check_writable_dir
 
 INPUT_ERRORS: tuple[type[Exception], ...] = (BaselineError, GateConfigError, NotWritable)
@@ -28,7 +29,7 @@ def cmd_compare(args) -> int:
     comparison = judge(base, cur, cfg)
     terminal(print, comparison, base.source, cur.source)
     if args.report:
-        paths = write_all(args.report, comparison, base, cur, args.fail_on)
+        paths = write_reports(args.report, render(comparison, base, cur, args.fail_on))
         print("reports: " + ", ".join(str(p) for p in paths.values()))
     if failing := comparison.failing(args.fail_on):
         names = ", ".join(f"{v.id} {v.verdict}" for v in failing)

@@ -30,9 +30,17 @@ from perfsuite.options import (
     positive_int,
 )
 from perfsuite.qualify.checks import make_reference
+from perfsuite.store import (
+    METRICS,
+    HistoryQueries,
+    StoreError,
+    open_annotations,
+    open_importer,
+    open_queries,
+)
 from perfsuite.store.baseline import BaselineError
-from perfsuite.store.database import METRICS, StoreError, open_history
-from perfsuite.writing import atomic_write_text, finite_json, terminal_line
+from perfsuite.text import finite_json, terminal_line
+from perfsuite.writing import append_text, atomic_write_text
 
 
 def _print_json(data) -> None:
@@ -41,7 +49,7 @@ def _print_json(data) -> None:
 
 
 def cmd_import(args) -> int:
-    store = open_history(args.store)
+    store = open_importer(args.store)
     added = 0
     for path in args.paths:
         if not Path(path).exists():
@@ -56,7 +64,7 @@ def cmd_import(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    rows = open_history(args.store).runs(limit=args.limit)
+    rows = open_queries(args.store).runs(limit=args.limit)
     if args.json:
         _print_json([asdict(r) for r in rows])
         return EXIT_OK
@@ -77,7 +85,7 @@ class NoMatch(LookupError):
 INPUT_ERRORS: tuple[type[Exception], ...] = (StoreError, fleet.FleetError, NoMatch)
 
 
-def _matched(store, pattern: str):
+def _matched(store: HistoryQueries, pattern: str) -> HistoryQueries:
     """``store``, or NoMatch when a pattern the user gave matches no benchmark ("*", the
     default, on a history with no runs yet is not an error: there is nothing yet)."""
     if pattern != "*" and not store.benchmark_names(pattern):
@@ -86,7 +94,7 @@ def _matched(store, pattern: str):
 
 
 def cmd_history(args) -> int:
-    series = _matched(open_history(args.store), args.pattern).series(
+    series = _matched(open_queries(args.store), args.pattern).series(
         args.pattern, metric=args.metric, hardware_class=args.hw_class
     )
     if not series:
@@ -110,7 +118,7 @@ def cmd_history(args) -> int:
 
 
 def cmd_changes(args) -> int:
-    store = _matched(open_history(args.store), args.pattern)
+    store = _matched(open_queries(args.store), args.pattern)
     found = detect(store, args.pattern, metric=args.metric,
                    hardware_class=args.hw_class, window=args.window, max_pvalue=args.max_pvalue,
                    min_magnitude=args.min_magnitude)  # fmt: skip
@@ -130,7 +138,7 @@ def cmd_changes(args) -> int:
 
 
 def cmd_annotate(args) -> int:
-    n = open_history(args.store).annotate(
+    n = open_annotations(args.store).annotate(
         args.pattern, args.run, args.text, accepted=args.accept, hardware_class=args.hw_class
     )
     kind = "accepted change" if args.accept else "note"
@@ -139,13 +147,13 @@ def cmd_annotate(args) -> int:
 
 
 def cmd_exclude(args) -> int:
-    run_id = open_history(args.store).exclude(args.run, args.reason)
+    run_id = open_annotations(args.store).exclude(args.run, args.reason)
     print(f"run {run_id} excluded: {args.reason}")
     return EXIT_OK
 
 
 def cmd_export(args) -> int:
-    runs = open_history(args.store).export(args.run)
+    runs = open_queries(args.store).export(args.run)
     doc = {"schema": "perfsuite.history-export/1", "runs": runs}
     text = finite_json(doc, indent=1, default=str)
     if args.out:
@@ -162,7 +170,7 @@ def cmd_gate(args) -> int:
     config = args.config or (Path("pyproject.toml") if Path("pyproject.toml").is_file() else None)
     try:
         cfg = load_gate_config(config, args.threshold, None)
-        result = gate_history(open_history(args.store), run=args.run, config=cfg,
+        result = gate_history(open_queries(args.store), run=args.run, config=cfg,
                               min_runs=args.min_runs, last=args.last, recent=args.recent,
                               baseline=args.baseline, confirm=args.confirm_runs)  # fmt: skip
     except (GateConfigError, BaselineError) as exc:
@@ -171,15 +179,14 @@ def cmd_gate(args) -> int:
     for line in history_lines(result):
         print(terminal_line(line))
     if args.summary:
-        with open(args.summary, "a", encoding="utf-8") as f:  # GITHUB_STEP_SUMMARY appends
-            f.write(history_markdown(result))
+        append_text(args.summary, history_markdown(result))  # GITHUB_STEP_SUMMARY appends
     if args.json:
         atomic_write_text(args.json, finite_json(history_json(result), indent=1) + "\n")
     return EXIT_FAIL if result.failing else EXIT_OK
 
 
 def cmd_trends(args) -> int:
-    store = _matched(open_history(args.store), args.pattern)
+    store = _matched(open_queries(args.store), args.pattern)
     page = render(store, args.pattern, metric=args.metric, last=args.last)
     atomic_write_text(args.out, page)
     print(f"trend page: {args.out}")
@@ -188,7 +195,7 @@ def cmd_trends(args) -> int:
 
 def cmd_fleet(args) -> int:
     rules = fleet.load_rules(args.rules)
-    stored = open_history(args.store).qualifications(args.hw_class)
+    stored = open_queries(args.store).qualifications(args.hw_class)
     classes = sorted({q.report.fingerprint.hardware_class for q in stored})
     if len(classes) != 1:
         why = "no qualification reports in the store"

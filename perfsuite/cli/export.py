@@ -12,10 +12,11 @@ from pathlib import Path
 from perfsuite.cli import EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.history.exports import FORMATS, MEASURES, ExportError, export
 from perfsuite.options import output_file
+from perfsuite.store import StoreError, open_queries
 from perfsuite.store.baseline import BaselineError
-from perfsuite.store.database import StoreError, open_history
 from perfsuite.store.files import read_run
-from perfsuite.writing import NotFinite, atomic_write_text, finite_json
+from perfsuite.text import NotFinite, finite_json
+from perfsuite.writing import atomic_write_text
 
 INPUT_ERRORS: tuple[type[Exception], ...] = ()
 
@@ -25,7 +26,7 @@ def cmd_export(args) -> int:
         if args.measure and args.format != "github-action-benchmark":
             raise BaselineError(f"--measure applies to github-action-benchmark, not {args.format}")
         if "://" in args.run:
-            with closing(open_history(args.run)) as store:
+            with closing(open_queries(args.run)) as store:
                 run = store.load_run(args.run_key)
         elif args.run_key is not None:
             raise BaselineError("--run picks a run in a store URL; a run directory is one run")

@@ -12,7 +12,7 @@ from perfsuite.cli import EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.prepare.backends import software_versions
 from perfsuite.records import Fingerprint, NumaNodeFact
-from perfsuite.writing import finite_json
+from perfsuite.text import finite_json
 
 INPUT_ERRORS: tuple[type[Exception], ...] = ()
 

@@ -21,15 +21,9 @@ from perfsuite.options import add_options, output_dir, output_file
 from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks as qualify
 from perfsuite.qualify.here import qualify_here
-from perfsuite.store.database import StoreError, open_history
-from perfsuite.writing import (
-    NotWritable,
-    atomic_write_text,
-    check_writable_dir,
-    finite_json,
-    terminal_line,
-    write_json,
-)
+from perfsuite.store import StoreError, open_importer
+from perfsuite.text import finite_json, terminal_line
+from perfsuite.writing import NotWritable, atomic_write_text, check_writable_dir, write_json
 
 INPUT_ERRORS = (StoreError, fleet.FleetError, qualify.QualifyError, NotWritable, FleetUsageError)
 
@@ -105,7 +99,7 @@ def cmd_qualify_fleet(args) -> int:
             "--save-reference` for a fleet reference)"
         )
     check_writable_dir(args.out, "--out")
-    open_history(args.store)  # a bad store URL is a usage error before anything runs
+    open_importer(args.store).close()  # a bad store URL is a usage error before anything runs
     ref = qualify.load_reference(args.reference, None) if args.reference else None
     try:
         run = qualify_fleet(

@@ -12,11 +12,12 @@ from perfsuite.fleet.fan_out import FleetUsageError, clock_line
 from perfsuite.fleet.scoring import FleetError
 from perfsuite.fleet.sweep import compare_hosts, sweep_fleet
 from perfsuite.options import add_options
-from perfsuite.store.database import StoreError, open_history
+from perfsuite.store import StoreError, open_importer
 from perfsuite.sweep.finish import failures
 from perfsuite.sweep.plan import PlanError, load_profiles, select_profile
 from perfsuite.sweep.report import sweep_table
-from perfsuite.writing import NotWritable, check_writable_dir, terminal_line
+from perfsuite.text import terminal_line
+from perfsuite.writing import NotWritable, check_writable_dir
 
 INPUT_ERRORS: tuple[type[Exception], ...] = (StoreError, FleetError)
 
@@ -29,7 +30,7 @@ def cmd_sweep(args) -> int:
         profiles = load_profiles(Path("pyproject.toml"), args.config)
         profile = select_profile(profiles, args.profile, {})
         check_writable_dir(args.out, "--out")
-        open_history(args.store)
+        open_importer(args.store).close()  # a bad store URL is a usage error up front
         fleet = sweep_fleet(
             args.spark_master,
             args.hosts,

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from perfsuite.writing import terminal_line
+from perfsuite.text import terminal_line
 
 LONG_TABLE = 200  # rows past which rich's layout costs seconds (100,000 rows: about 30 s)
 

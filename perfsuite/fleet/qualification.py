@@ -16,7 +16,7 @@ from perfsuite.host.fingerprint import fingerprint
 from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks
 from perfsuite.qualify.here import qualify_here
-from perfsuite.store.database import open_history
+from perfsuite.store import open_importer
 from perfsuite.writing import atomic_write_text, write_json
 
 
@@ -80,7 +80,7 @@ def qualify_fleet(
         run.reports[r.host] = report
         run.written[r.host] = write_json(folder / "qualification.json", records.dump(report))
     if run.reports:  # where results go: --store, $PERFSUITE_STORE or the default SQLite
-        store = open_history(store_url)
+        store = open_importer(store_url)
         for host, path in run.written.items():
             store.import_qualification(path, records.dump(run.reports[host]))
     return run

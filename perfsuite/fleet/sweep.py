@@ -17,7 +17,7 @@ from perfsuite.fleet.fan_out import run_on_hosts
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.host.topology import read_topology
 from perfsuite.prepare.backends import software_versions
-from perfsuite.store.database import open_history
+from perfsuite.store import open_importer
 from perfsuite.store.files import RunDir
 from perfsuite.sweep.plan import Profile
 from perfsuite.sweep.session import PerfSession, run_summary
@@ -78,7 +78,7 @@ def sweep_fleet(
 ) -> FleetSweep:
     got = run_on_hosts(master, hosts, sweep_task, profile, host_cores=host_cores, timeout=timeout)
     fleet = FleetSweep({}, {}, {}, {}, {}, {})
-    store = open_history(store_url)
+    store = open_importer(store_url)
     for r in got:
         if r.clock_offset_s:
             fleet.clock_offsets[r.host] = r.clock_offset_s

@@ -1,6 +1,7 @@
 """Reports of a gate comparison: terminal lines, Markdown (also to $GITHUB_STEP_SUMMARY),
 JUnit XML (one testcase per benchmark point) and a self-contained HTML page with plots
-(matplotlib PNGs embedded as data URIs: it opens in a browser with no network)."""
+(matplotlib PNGs embedded as data URIs: it opens in a browser with no network). Rendered
+here, written by the layer above (sweep.gate_files): the gate touches no files."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ import base64
 import html
 import io
 import json
-import os
-from pathlib import Path
+from dataclasses import dataclass
 from xml.etree import ElementTree as ET
 
 from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend to choose
@@ -17,15 +17,7 @@ from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend 
 from perfsuite.gate.judge import Comparison, Side, Verdict
 from perfsuite.gate.statistics import thread_group
 from perfsuite.records import load_gate_report
-from perfsuite.writing import (
-    atomic_write_text,
-    finite_json,
-    json_default,
-    md_cell,
-    md_code,
-    plot_label,
-    terminal_line,
-)
+from perfsuite.text import finite_json, json_default, md_cell, md_code, plot_label, terminal_line
 
 
 def _confirm(v: Verdict) -> str:
@@ -215,19 +207,31 @@ def as_json(c: Comparison, fail_on: str) -> dict:
     return json.loads(json.dumps(data, default=json_default))
 
 
-def write_all(out_dir: Path, c: Comparison, base, cur, fail_on: str) -> dict[str, Path]:
-    """Markdown, JUnit, HTML and JSON files in out_dir; Markdown also to $GITHUB_STEP_SUMMARY."""
-    md = markdown(c, base.source, cur.source)
-    names = dict(json="gate.json", markdown="gate.md", junit="gate-junit.xml", html="gate.html")
-    paths = {kind: Path(out_dir) / name for kind, name in names.items()}
+@dataclass(frozen=True)
+class Reports:
+    """A comparison's reports, rendered: what sweep.gate_files writes, one file each."""
+
+    json: str  # as_json, validated like every record perfsuite writes
+    markdown: str
+    junit: str
+    html: str
+
+    def files(self) -> dict[str, tuple[str, str]]:
+        """{kind: (file name, text)}."""
+        return {
+            "json": ("gate.json", self.json),
+            "markdown": ("gate.md", self.markdown),
+            "junit": ("gate-junit.xml", self.junit),
+            "html": ("gate.html", self.html),
+        }
+
+
+def render(c: Comparison, base: Side, cur: Side, fail_on: str) -> Reports:
     data = as_json(c, fail_on)
-    load_gate_report(data)  # validated like every record perfsuite writes
-    atomic_write_text(paths["json"], finite_json(data, indent=1))
-    atomic_write_text(paths["markdown"], md)
-    atomic_write_text(paths["junit"], junit(c, fail_on))
-    atomic_write_text(paths["html"], html_report(c, base, cur))
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        with open(summary, "a") as f:
-            f.write(md)
-    return paths
+    load_gate_report(data)
+    return Reports(
+        json=finite_json(data, indent=1),
+        markdown=markdown(c, base.source, cur.source),
+        junit=junit(c, fail_on),
+        html=html_report(c, base, cur),
+    )

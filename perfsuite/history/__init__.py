@@ -1,2 +1,2 @@
-"""Over the results history (``perfsuite.store.database``): change points per benchmark
-series (``changes``) and the trend pages that show them (``trends``)."""
+"""Over the results history (read through ``perfsuite.store.HistoryQueries``): change points
+per benchmark series (``changes``) and the trend pages that show them (``trends``)."""

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from fnmatch import fnmatchcase
 
 from perfsuite.gate.changepoints import MAX_PVALUE, WINDOW, change_points
-from perfsuite.store.database import Annotation, HistoryStore, SeriesPoint
+from perfsuite.store.protocols import Annotation, HistoryQueries, SeriesPoint
 
 # What the change_points table keeps of a Change (besides the benchmark's id).
 STORED = ("hardware_class", "metric", "run_id", "before", "after", "change", "p_value")
@@ -46,7 +46,7 @@ def reset_index(
 
 
 def detect(
-    store: HistoryStore,
+    store: HistoryQueries,
     pattern: str = "*",
     *,
     metric: str = "latency_median_ms",

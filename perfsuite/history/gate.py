@@ -21,8 +21,8 @@ from perfsuite.gate.config import GateConfig
 from perfsuite.gate.judge import Comparison, Side, judge
 from perfsuite.history.changes import Change, detect, reset_index
 from perfsuite.store import find_baseline
-from perfsuite.store.database import HistoryStore, SeriesPoint, StoredRun
-from perfsuite.writing import md_cell, md_code
+from perfsuite.store.protocols import HistoryQueries, SeriesPoint, StoredRun
+from perfsuite.text import md_cell, md_code
 
 MIN_RUNS = 2  # previous runs a point needs before the history gates it
 LAST_RUNS = 10  # previous runs pooled as its baseline
@@ -93,7 +93,7 @@ def _headline(points: list[SeriesPoint]) -> records.Headline | None:
 
 
 def gate_history(
-    store: HistoryStore,
+    store: HistoryQueries,
     *,
     run: str | None = None,
     config: GateConfig | None = None,

@@ -10,8 +10,8 @@ from collections import defaultdict
 from fnmatch import fnmatchcase
 
 from perfsuite.history.changes import Change, detect
-from perfsuite.store.database import Annotation, HistoryStore
-from perfsuite.writing import plot_label
+from perfsuite.store.protocols import Annotation, HistoryQueries
+from perfsuite.text import plot_label
 
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
 MARKED_RUNS = 200  # a longer line is drawn without a marker per run
@@ -73,7 +73,7 @@ STYLE = (
 
 
 def figures(
-    store: HistoryStore,
+    store: HistoryQueries,
     benchmarks: str | list[str] = "*",
     *,
     metric: str = "latency_median_ms",
@@ -121,7 +121,7 @@ def figures(
 
 
 def render(
-    store: HistoryStore,
+    store: HistoryQueries,
     pattern: str = "*",
     *,
     metric: str = "latency_median_ms",

@@ -2,36 +2,26 @@
 a plain path or ``file://`` (run directories and baseline files), ``sqlite:///FILE`` or
 ``postgresql+psycopg://...`` (the results history, ``store.database``). Every store offers
 the same ``Store`` protocol; a new kind is a class with ``schemes`` registered here, or by
-another package under the ``perfsuite.stores`` entry-point group."""
+another package under the ``perfsuite.stores`` entry-point group. The history's readers and
+writers open the part they need (``open_queries``, ``open_importer``, ``open_annotations``)
+and are typed on its protocol (store.protocols), not on the database class."""
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from perfsuite import plugins, records
 from perfsuite.store.baseline import BaselineError, Saved
-from perfsuite.store.database import HistoryStore, StoreError
+from perfsuite.store.database import HistoryStore, open_annotations, open_importer, open_queries
+from perfsuite.store.engine import ENV, StoreError
 from perfsuite.store.files import FileStore
+from perfsuite.store.protocols import (
+    BaselineStore,
+    HistoryAnnotations,
+    HistoryImporter,
+    HistoryQueries,
+    Store,
+)
+from perfsuite.store.queries import METRICS
 from perfsuite.urls import hide_secrets
-
-
-class Store(Protocol):
-    safe_url: str  # the URL without its password: what may be printed
-
-    def add_run(self, run: records.Run) -> bool:
-        """Keep a finished run, from memory; False when the store has it already."""
-
-    def baseline_location(self, hardware_class: str, profile: str) -> str: ...
-
-    def load_baseline(self, hardware_class: str, profile: str) -> records.Baseline | None: ...
-
-    def save_baseline(
-        self, fingerprint: dict, profile: str, results: list[records.Result], **how
-    ) -> Saved:
-        """Add ``results`` under ``how`` (update, add_run, instructions): ``baseline.merged``."""
-
-    def close(self) -> None: ...
-
 
 STORES: dict[str, type] = {}
 
@@ -76,6 +66,7 @@ def find_baseline(
 
 
 __all__ = [
-    "BaselineError", "Saved", "Store", "StoreError", "find_baseline", "open_store", "register",
-    "STORES",
+    "BaselineError", "BaselineStore", "ENV", "HistoryAnnotations", "HistoryImporter",
+    "HistoryQueries", "METRICS", "Saved", "Store", "StoreError", "find_baseline",
+    "open_annotations", "open_importer", "open_queries", "open_store", "register", "STORES",
 ]  # fmt: skip

@@ -11,7 +11,8 @@ from matplotlib.figure import Figure  # the OO API: no pyplot state, no backend 
 from matplotlib.ticker import PercentFormatter
 
 from perfsuite.gate.report import png
-from perfsuite.writing import atomic_write_text, md_cell, md_code, plot_label
+from perfsuite.text import md_cell, md_code, plot_label
+from perfsuite.writing import atomic_write_text
 
 
 def _plot(verdicts) -> str | None:

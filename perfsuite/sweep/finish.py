@@ -25,12 +25,12 @@ from perfsuite.gate.judge import (
     judge,
     judge_counts,
 )
-from perfsuite.gate.report import as_json, terminal, write_all
+from perfsuite.gate.report import as_json, render, terminal
 from perfsuite.gate.statistics import GateConfig
 from perfsuite.history.trends import figures
-from perfsuite.store import BaselineError, StoreError, open_store
-from perfsuite.store.database import HistoryStore
+from perfsuite.store import BaselineError, HistoryQueries, StoreError, open_store
 from perfsuite.sweep import run_report
+from perfsuite.sweep.gate_files import write_reports
 from perfsuite.urls import hide_secrets
 from perfsuite.writing import atomic_write_text
 
@@ -207,7 +207,7 @@ def _gate(session, opts: FinishOptions, out: Outcome) -> None:
         comparison = confirm(comparison, base, _remeasure(session, comparison), cfg)
     out.comparison = comparison
     terminal(out.lines.append, comparison, base.source, cur.source)
-    paths = write_all(session.run_dir, comparison, base, cur, fail_on)
+    paths = write_reports(session.run_dir, render(comparison, base, cur, fail_on))
     out.lines.append("reports: " + ", ".join(str(p) for p in paths.values()))
     out.gate_report = records.load_gate_report(as_json(comparison, fail_on))
     failing = comparison.failing(fail_on)
@@ -242,7 +242,7 @@ def _record_history(session, opts: FinishOptions, out: Outcome) -> str | None:
         out.fail = True
         return None
     out.lines.append(f"history: run {'recorded' if added else 'already'} in {store.safe_url}")
-    if not isinstance(store, HistoryStore):
+    if not isinstance(store, HistoryQueries):  # a history, not run directories
         return None
     try:
         return figures(store, sorted({r.id for r in session.records}))

@@ -13,7 +13,7 @@ from perfsuite.prepare import models, quantize
 from perfsuite.prepare.diagnose import diagnose
 from perfsuite.records import Fingerprint, Point, Result
 from perfsuite.sweep.report import speed_lines, sweep_table, table_key
-from perfsuite.writing import terminal_line
+from perfsuite.text import terminal_line
 
 
 @dataclass

@@ -25,7 +25,8 @@ from perfsuite.host.provenance import provenance
 from perfsuite.records import MeasureProtocol, Point, Provenance
 from perfsuite.serve import MAX_SCHEDULED_QUERIES, ScenarioSettings, SettingsError
 from perfsuite.store import open_store
-from perfsuite.store.database import StoreError, open_history
+from perfsuite.store.database import open_history
+from perfsuite.store.engine import StoreError
 from perfsuite.store.files import read_run
 from perfsuite.sweep.plan import (
     PlanError,
@@ -34,8 +35,9 @@ from perfsuite.sweep.plan import (
     require_points,
     select_profile,
 )
+from perfsuite.text import NotFinite, SafeTerminal
 from perfsuite.urls import hide_secrets, mask_url, without_credentials
-from perfsuite.writing import NotFinite, NotWritable, SafeTerminal, atomic_write_text, write_json
+from perfsuite.writing import NotWritable, atomic_write_text, write_json
 
 pytest_plugins = ["pytester"]
 SECRET = "S3cretTok"

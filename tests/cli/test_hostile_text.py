@@ -14,7 +14,8 @@ from history_data import DAY, T0, fingerprint
 
 from perfsuite import records
 from perfsuite.execute.measure import summarize
-from perfsuite.store.database import HistoryStore, StoreError
+from perfsuite.store.database import HistoryStore
+from perfsuite.store.engine import StoreError
 
 MARKER = "zqxhostile"
 # every context at once: element, attribute (both quotes), URL, style, entity, mathtext,

@@ -14,7 +14,8 @@ from history_data import point_id, qualification, step_history, write_run
 from perfsuite.cli import main
 from perfsuite.history.changes import detect
 from perfsuite.store import schema
-from perfsuite.store.database import MIGRATIONS, HistoryStore, StoreError
+from perfsuite.store.database import HistoryStore
+from perfsuite.store.engine import MIGRATIONS, StoreError
 
 
 def test_migrations_match_the_schema_and_go_both_ways(store_url, tmp_path):

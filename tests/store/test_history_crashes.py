@@ -28,7 +28,8 @@ from history_data import T0, fingerprint, point_id, record, step_history
 from perfsuite import records
 from perfsuite.cli import main
 from perfsuite.store import baseline, schema
-from perfsuite.store.database import MIGRATIONS, HistoryStore
+from perfsuite.store.database import HistoryStore
+from perfsuite.store.engine import MIGRATIONS
 
 RUNS, POINTS, NOTES, SAVES = 30, 12, 30, 20
 SEEDS = range(3)
@@ -103,7 +104,8 @@ def _crash(op: str, url: str, target: int, *args) -> int:
         [sys.executable, __file__, op, url, str(target), *map(str, args)],
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},  # history_data
+        # history_data, and the perfsuite under test (not another installed checkout)
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(map(str, Path(__file__).parents[1:3]))},
     )
     acked = 0
     try:

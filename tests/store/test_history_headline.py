@@ -13,7 +13,8 @@ from history_data import DAY, T0, fingerprint, point_id, record
 from perfsuite import records
 from perfsuite.history.gate import gate_history
 from perfsuite.store import schema
-from perfsuite.store.database import MIGRATIONS, HistoryStore
+from perfsuite.store.database import HistoryStore
+from perfsuite.store.engine import MIGRATIONS
 
 SERVER = "m00-fw-fp32-t1-unbound-b1-server"
 PLAIN = point_id(1)  # a latency point: no headline

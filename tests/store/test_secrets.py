@@ -18,7 +18,8 @@ from toy_backend import TOY_BACKEND
 
 from perfsuite.cli import main
 from perfsuite.store import open_store
-from perfsuite.store.database import HistoryStore, StoreError
+from perfsuite.store.database import HistoryStore
+from perfsuite.store.engine import StoreError
 
 PASSWORD = "S3cretPw"
 _SERVER = sa.engine.make_url(

@@ -14,7 +14,8 @@ from history_data import step_history
 from tcp_proxy import Proxy
 
 from perfsuite.cli import main
-from perfsuite.store.database import HistoryStore, StoreError
+from perfsuite.store.database import HistoryStore
+from perfsuite.store.engine import StoreError
 
 SECRET = "S3cretPw"
 
