@@ -1,5 +1,5 @@
-"""One type per concept: a class defined in ``perfsuite.records`` is not defined again, under
-the same name, anywhere else in the package (a second definition drifts from the first and
+"""One type per concept: a class defined in ``perfsuite.records`` is not defined again, and no
+class name is defined in two modules of the package (a second definition drifts from the first and
 is copied field by field; issue 43)."""
 
 import ast
@@ -26,6 +26,16 @@ def test_no_records_type_is_defined_twice():
     )
     assert not twins, twins
     assert {"Headline", "LoadGenRun", "ModelInfo", "MeasureProtocol"} <= ours  # it looks
+
+
+def test_no_class_name_is_defined_in_two_modules():
+    """Twins under one name (two ``Side``, two ``Unsupported``) are one concept copied, or two
+    concepts that a reader mistakes for one: either way one of them gets a better name."""
+    where: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        for name in _classes(path):
+            where.setdefault(name, []).append(str(path.relative_to(PACKAGE.parent)))
+    assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}
 
 
 def test_scenario_and_decode_names_are_defined_once():

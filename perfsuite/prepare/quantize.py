@@ -50,11 +50,11 @@ def _reader(batches: list[dict]):
 
     it = iter(batches)
 
-    class Reader(CalibrationDataReader):
+    class Batches(CalibrationDataReader):
         def get_next(self):
             return next(it, None)
 
-    return Reader()
+    return Batches()
 
 
 @contextmanager
