@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfsuite.onnx_graph import Graph
 from perfsuite.records import Unsupported
 
 GRAPH_VERSION = "2"  # bump when the graph or the weights change: part of every cache key
@@ -137,29 +138,13 @@ def rotary_caches(spec: DecoderSpec) -> tuple[np.ndarray, np.ndarray]:
     return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
 
 
-class _Graph:
-    """Accumulates nodes and initializers with unique names."""
-
-    def __init__(self) -> None:
-        import onnx  # heavy optional dependency: only model building needs it
-
-        self.onnx = onnx
-        self.nodes: list = []
-        self.inits: list = []
-        self._n = 0
-
-    def const(self, name: str, value: np.ndarray) -> str:
-        self.inits.append(self.onnx.numpy_helper.from_array(np.asarray(value), name))
-        return name
+class _Graph(Graph):
+    """The decoder's ops: named by type, several outputs, RMSNorm."""
 
     def op(self, op_type: str, inputs: list[str], n_out: int = 1, domain: str = "", **attrs):
-        self._n += 1
+        name = self.fresh(op_type)
         outs = [f"{op_type.lower()}_{self._n}_{i}" for i in range(n_out)]
-        self.nodes.append(
-            self.onnx.helper.make_node(
-                op_type, inputs, outs, name=f"{op_type}_{self._n}", domain=domain, **attrs
-            )
-        )
+        self.node(op_type, inputs, outs, name=name, domain=domain, **attrs)
         return outs[0] if n_out == 1 else outs
 
     def rms_norm(self, x: str, gamma: str) -> str:
@@ -209,8 +194,8 @@ def build_onnx(spec: DecoderSpec, attention: str, weights: Weights | None = None
         else:
             attn, present_k, present_v = plain(q, k, v, past_k, past_v)
         # graph outputs need their own names: route through Identity
-        g.nodes.append(helper.make_node("Identity", [present_k], [f"present_key_{i}"]))
-        g.nodes.append(helper.make_node("Identity", [present_v], [f"present_value_{i}"]))
+        g.node("Identity", [present_k], [f"present_key_{i}"])
+        g.node("Identity", [present_v], [f"present_value_{i}"])
         outputs += [
             helper.make_tensor_value_info(f"present_{n}_{i}", tp.FLOAT, present_shape)
             for n in ("key", "value")
@@ -229,10 +214,9 @@ def build_onnx(spec: DecoderSpec, attention: str, weights: Weights | None = None
          g.const("last_axis", np.array([1], np.int64))],
     )  # fmt: skip
     x = g.rms_norm(last, g.const("final_norm", w.final_norm))
-    g.nodes.append(helper.make_node("MatMul", [x, g.const("lm_head", w.lm_head)], ["logits"]))
-    graph = helper.make_graph(g.nodes, f"decoder_{attention}", inputs, outputs, g.inits)
-    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1)]
-    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
+    g.node("MatMul", [x, g.const("lm_head", w.lm_head)], ["logits"])
+    opsets = {"": OPSET, "com.microsoft": 1}
+    return g.model(f"decoder_{attention}", inputs, outputs, opsets, ir_version=8)
 
 
 class _PlainAttention:

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 from numpy.lib.stride_tricks import sliding_window_view
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
+
+from perfsuite.onnx_graph import Graph
 
 OPSET = 17
 
@@ -44,29 +46,22 @@ class GraphBuilder:
     def __init__(self, name: str, seed: int, calib: np.ndarray):
         self.name = name
         self.rng = np.random.default_rng(seed)
-        self.nodes: list = []
-        self.inits: list = []
+        self.graph = Graph()
         self.params = 0
         self.flops_per_item = 0  # multiply-adds count as 2
-        self._n = 0
         shape = ["N", *calib.shape[1:]]  # dynamic batch
         self.input_info = helper.make_tensor_value_info("input", TensorProto.FLOAT, shape)
         self.input = Tensor("input", calib.astype(np.float32))
 
-    def _name(self, prefix: str) -> str:
-        self._n += 1
-        return f"{prefix}_{self._n}"
-
     def const(self, prefix: str, value: np.ndarray, count: bool = True) -> str:
-        name = self._name(prefix)
-        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        name = self.graph.const(self.graph.fresh(prefix), np.ascontiguousarray(value))
         if count:
             self.params += value.size
         return name
 
     def node(self, op: str, inputs: list[str], value: np.ndarray, **attrs) -> Tensor:
-        out = self._name(op.lower())
-        self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        out = self.graph.fresh(op.lower())
+        self.graph.node(op, inputs, [out], name=out, **attrs)
         return Tensor(out, value)
 
     @staticmethod
@@ -139,17 +134,11 @@ class GraphBuilder:
         return self.node("Flatten", [gap.name], gap.value.reshape(gap.value.shape[0], -1), axis=1)
 
     def model(self, output: Tensor) -> onnx.ModelProto:
-        self.nodes.append(helper.make_node("Identity", [output.name], ["output"]))
+        self.graph.node("Identity", [output.name], ["output"])
         out_shape = ["N", *output.value.shape[1:]]
-        graph = helper.make_graph(
-            self.nodes,
-            self.name,
-            [self.input_info],
-            [helper.make_tensor_value_info("output", TensorProto.FLOAT, out_shape)],
-            self.inits,
-        )
-        model = helper.make_model(
-            graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="perfsuite"
+        output_info = helper.make_tensor_value_info("output", TensorProto.FLOAT, out_shape)
+        model = self.graph.model(
+            self.name, [self.input_info], [output_info], {"": OPSET}, producer_name="perfsuite"
         )
         model.ir_version = 8  # readable by every onnxruntime/OpenVINO release we support
         model.doc_string = f"params={self.params} flops_per_item={self.flops_per_item}"
