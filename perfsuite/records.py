@@ -429,6 +429,12 @@ class LoadGenRecord(_Record):
     converged: bool | None = None  # server: the search bracketed the rate to its precision
     bracket_qps: tuple[Positive | None, Positive | None] | None = None  # (top VALID, low INVALID)
 
+    @property
+    def latency_bound_ms(self) -> float | None:
+        """The bound the scenario was run against (``settings`` is open: records of every
+        version keep what their LoadGen settings were)."""
+        return self.settings.get("latency_bound_ms")
+
 
 class DecodeRecord(_Record):
     """A llama-bench test (``perfsuite.llm``) with its memory-bandwidth roofline."""

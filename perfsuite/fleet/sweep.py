@@ -87,11 +87,11 @@ def sweep_fleet(
             continue
         reply = SweepReply(*r.value)  # the host's JSON, read as records
         fp = records.Fingerprint.model_validate(reply.fingerprint).on_host(r.host)
+        read = [
+            records.load_result(d, f"{r.host}: result {i + 1}") for i, d in enumerate(reply.records)
+        ]
         results = [  # on the driver's clock: the history orders runs by their time
-            records.load_result(d, f"{r.host}: result {i + 1}").model_copy(
-                update={"timestamp": d["timestamp"] - r.clock_offset_s}
-            )
-            for i, d in enumerate(reply.records)
+            x.model_copy(update={"timestamp": x.timestamp - r.clock_offset_s}) for x in read
         ]
         run = RunDir(out / r.host.replace("/", "_"), profile.name)
         if results:

@@ -328,7 +328,7 @@ def check_serving(
         return [_check("serving", name, "FAIL", None, expected, f"{failed.id}: {why}")]
     best = max(rated, key=lambda r: r.headline.value)
     qps = best.headline.value
-    bound = best.loadgen.settings.get("latency_bound_ms")
+    bound = best.loadgen.latency_bound_ms
     at = f"{best.id}, p99 bound {bound} ms"
     if spec is None:
         status, detail = "WARN", f"{at}; {NO_REFERENCE}"

@@ -93,7 +93,7 @@ def serving_lines(ok: list[Result]) -> list[str]:
         if not run.valid and run.reasons:
             text += f" ({run.reasons[0].lstrip('* ')})"
         if lg.scenario == "server":
-            p99, bound = _p99_ms(run.fields), lg.settings.get("latency_bound_ms")
+            p99, bound = _p99_ms(run.fields), lg.latency_bound_ms
             lo, hi = lg.bracket_qps or (None, None)
             text += (
                 (f"; p99 {p99:.1f} ms" if p99 is not None else "")
