@@ -89,6 +89,19 @@ def output_dir(text: str) -> Path:
     return Path(text)
 
 
+def dims_pairs(text: str) -> dict[str, int]:
+    """``--perf-dims batch=1,sequence=128``: values for symbolic dimensions."""
+    out = {}
+    for item in (t.strip() for t in text.split(",") if t.strip()):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip().isdigit() or int(value) < 1:
+            raise argparse.ArgumentTypeError(f"{item!r}: use name=N with N >= 1, comma-separated")
+        out[name.strip()] = int(value)
+    if not out:
+        raise argparse.ArgumentTypeError("expected name=N pairs, comma-separated")
+    return out
+
+
 @dataclass(frozen=True)
 class Option:
     """One option. ``plugin``: the plugin takes it as ``--perf-<name>``; ``verbs``: the CLI
@@ -166,6 +179,21 @@ OPTIONS: tuple[Option, ...] = (
         verbs=("ab", "sweep"),
     ),
     _list("models", "model names", "models, comma-separated"),
+    _option(
+        "model",
+        action="append",
+        metavar="PATH",
+        help="measure this model file instead of the profile's models (repeatable): an .onnx, "
+        "an OpenVINO IR .xml or an exported folder, named by its stem",
+        verbs=SWEEP_VERBS,
+    ),
+    _option(
+        "dims",
+        type=dims_pairs,
+        metavar="NAME=N,...",
+        help="values of the symbolic dimensions of the --perf-model files (e.g. sequence=128)",
+        verbs=SWEEP_VERBS,
+    ),
     _list("frameworks", "frameworks", "onnxruntime,openvino"),
     _list(
         "precisions",

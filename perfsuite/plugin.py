@@ -23,6 +23,7 @@ from perfsuite.options import OPTIONS, PLUGIN, add_options, profile_overrides
 from perfsuite.prepare import cache
 from perfsuite.store import ENV as STORE_ENV
 from perfsuite.store import StoreError, open_store, scheme_of
+from perfsuite.sweep.declared import ModelError, declare_for_run
 from perfsuite.sweep.plan import PlanError, Profile, load_profiles, select_profile
 from perfsuite.sweep.session import PerfSession
 from perfsuite.writing import NotWritable, check_writable_dir
@@ -43,6 +44,9 @@ def pytest_configure(config):
     overrides = profile_overrides(lambda key: o(f"perf_{key}"), PLUGIN)
     pyproject = config.rootpath / "pyproject.toml"
     try:
+        overrides = declare_for_run(
+            pyproject, o("perf_config"), o("perf_model"), o("perf_dims"), overrides
+        )
         profile = select_profile(load_profiles(pyproject, o("perf_config")), name, overrides)
         problem = kernels.forced_isa_problem()  # else 'unavailable' in every record's fingerprint
         if problem:
@@ -51,7 +55,7 @@ def pytest_configure(config):
         gate = load_gate_config(
             pyproject if pyproject.is_file() else None, o("perf_threshold"), o("perf_alpha")
         )
-    except (PlanError, NotWritable, StoreError, GateConfigError) as exc:
+    except (PlanError, ModelError, NotWritable, StoreError, GateConfigError) as exc:
         raise pytest.UsageError(f"perfsuite: {exc}") from None
     config.stash[SESSION] = _LazySession(
         profile,

@@ -247,7 +247,7 @@ class Counters(_Record):
 
 class ModelInfo(_Record):
     params: int = Field(ge=0)
-    flops_per_item: NonNegative
+    flops_per_item: NonNegative | None  # None: a declared model's, not counted
     weight_bytes: int = Field(ge=0)
     variant_file: str
     variant_mb: NonNegative | None = None  # absent in Spark records
@@ -325,6 +325,58 @@ class LoadGenSettings(_Record):
     search_precision: Annotated[float, Field(gt=0, lt=1)]
 
 
+class ModelInput(_Record):
+    """One input of a model: its name, element type (numpy's name) and shape, a symbolic
+    dimension by its name ("?" where the file names none)."""
+
+    name: str
+    dtype: str
+    shape: list[int | str]
+
+
+class InputRule(_Record):
+    """How one input of a declared model gets its data (``[models.NAME.inputs.INPUT]``):
+    integers uniform in [low, high), a constant, or positions 0, 1, 2, ... along the last
+    axis. Float inputs without a rule are normal(0, 1)."""
+
+    low: float | None = None
+    high: float | None = None
+    value: float | None = None
+    arange: bool = False
+
+    @model_validator(mode="after")
+    def _one_rule(self):
+        ranged = self.low is not None or self.high is not None
+        given = [ranged, self.value is not None, self.arange]
+        if sum(given) != 1:
+            raise ValueError("give one of low and high, value, or arange = true")
+        if ranged and (self.low is None or self.high is None or not self.low < self.high):
+            raise ValueError("low and high must both be given, with low < high")
+        return self
+
+
+ModelFormat = Literal["onnx", "ir"]
+
+
+class ModelSpec(_Record):
+    """A model file perfsuite did not build, declared in configuration (``[models.NAME]``) or
+    named by ``--perf-model``: where it is, the values of its symbolic dimensions and how its
+    inputs, calibration data and labels are made. It travels in the protocol to every
+    executor, as the built-in zoo's names do not need to."""
+
+    name: str
+    path: str  # absolute: an .onnx file or an IR .xml (an exported folder's, resolved)
+    format: ModelFormat
+    dims: dict[str, Annotated[int, Field(ge=1)]] = {}
+    batch_dim: str = "batch"  # the symbolic dimension the profile's batch sets
+    inputs: dict[str, InputRule] = {}
+    data: str | None = None  # .npz keyed by input name, first axis = samples
+    calibration: str | None = None  # .npz like data, for quantize_static and NNCF
+    labels: str | None = None  # .npy of class indices, one per sample of data
+    latency_bound_ms: Positive | None = None  # the server scenario's p99 bound
+    options: dict[str, dict[str, JSONValue]] = {}  # framework -> its backend options
+
+
 class MeasureProtocol(_Record):
     """What a point's measurement needs, from the sweep to every executor and worker (the
     one contract across process and host boundaries, as JSON there): the latency or
@@ -344,6 +396,7 @@ class MeasureProtocol(_Record):
     sessions: int = Field(1, ge=1)  # fresh framework sessions, measured one after another
     loadgen: LoadGenSettings | None = None
     log_dir: str | None = None  # a LoadGen point's logs (relative to the run directory)
+    model: ModelSpec | None = None  # the point's model when it is a declared file
 
 
 class RunProtocol(_Record):

@@ -17,6 +17,7 @@ from perfsuite.kernels import cpu_features
 from perfsuite.options import add_options, profile_overrides
 from perfsuite.records import mode_kind
 from perfsuite.sweep import ab, ab_report
+from perfsuite.sweep.declared import declare_for_run
 from perfsuite.sweep.plan import (
     PlanError,
     expand,
@@ -61,6 +62,9 @@ def cmd_ab(args) -> int:
         if most < args.rounds:
             raise ValueError(f"--max-rounds {most}: fewer than --rounds {args.rounds}")
         overrides = profile_overrides(lambda key: getattr(args, key), "ab")
+        overrides = declare_for_run(
+            Path("pyproject.toml"), args.config, args.model, args.dims, overrides
+        )
         profile = select_profile(
             load_profiles(Path("pyproject.toml"), args.config), args.profile, overrides
         )

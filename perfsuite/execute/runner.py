@@ -30,7 +30,7 @@ from perfsuite.host import numa
 from perfsuite.host import placement as pl
 from perfsuite.host.topology import read_topology
 from perfsuite.prepare import models, quantize
-from perfsuite.prepare.backends import BACKENDS, RunConfig, get_backend
+from perfsuite.prepare.backends import BACKENDS, BackendError, RunConfig, get_backend
 from perfsuite.prepare.quantize import QUANTIZERS
 from perfsuite.records import MeasureProtocol, Point, mode_kind
 
@@ -48,10 +48,13 @@ def runtime_extensions() -> list[tuple[str, str | None]]:
     through an entry point (a conftest defining a ``Backend`` subclass, a
     ``register_precision`` call), with their files. A spawned worker finds every entry point
     itself; these it must import first, or it would not know the point's framework or
-    precision. Empty unless a test's conftest registers something."""
+    precision or model. Empty unless a test's conftest registers something."""
     defined = [type(b) for b in BACKENDS.runtime_only().values()]
     defined += [q.build for q in QUANTIZERS.runtime_only().values() if q.build is not None]
-    modules = {obj.__module__ for obj in defined}
+    # models defined in Python at run time (declared files travel in the protocol instead)
+    defined += [m.builder for m in models.MODELS.runtime_only().values()
+                if isinstance(m, models.PythonModel)]  # fmt: skip
+    modules = {obj.__module__ for obj in defined} - {"perfsuite.prepare.models.zoo"}
     return sorted((m, getattr(sys.modules.get(m), "__file__", None)) for m in modules)
 
 
@@ -130,6 +133,8 @@ def _measure_session(backend, variant, cfg, inputs, point: Point, p: MeasureProt
     windows = []
     with backend.prepare(variant.path, cfg) as session:
         prepare_s = time.perf_counter() - t0
+        if p.model is not None:
+            check_outputs(session, inputs, point.model)
         before = calibration.probe()
         window = warmed(session, inputs, point, p)
         c = PerfAttach(os.getpid()) if p.counters and count else None  # the first window only
@@ -143,13 +148,32 @@ def _measure_session(backend, variant, cfg, inputs, point: Point, p: MeasureProt
         return samples, info, dict(session.settings), c, prepare_s, windows, speed
 
 
-def open_point(point: Point, cpus):
+def open_point(point: Point, cpus, spec: records.ModelSpec | None = None):
     """The model, its variant for the point's precision and framework, the run settings, the
-    backend and the inputs: everything a session of the point is opened from."""
+    backend and the inputs: everything a session of the point is opened from. ``spec``: the
+    point's model when it is a declared file (the protocol brings it to this process)."""
+    if spec is not None:
+        models.declare(spec)
     model = models.get(point.model)
     variant = quantize.prepare(model, point.precision, point.framework)
-    cfg = RunConfig.for_point(point, cpus, variant.framework_options)
-    return model, variant, cfg, get_backend(point.framework), model.inputs(point.batch)
+    inputs = model.inputs(point.batch)
+    options = {
+        **(spec.options.get(point.framework, {}) if spec else {}),
+        **variant.framework_options,
+    }
+    cfg = RunConfig.for_point(point, cpus, options, inputs=inputs)
+    return model, variant, cfg, get_backend(point.framework), inputs
+
+
+def check_outputs(session, inputs, model_name: str) -> None:
+    """A declared model must give finite outputs on its inputs (an input range outside what
+    it was trained on, an embedding index past its table): NaN is not measured."""
+    for i, out in enumerate(session.infer(inputs)):
+        if not np.all(np.isfinite(np.asarray(out, dtype=np.float64))):
+            raise BackendError(
+                f"model {model_name!r}: output {i} is not finite (NaN or inf) on its inputs; "
+                "check the inputs' ranges (inputs.NAME) or data"
+            )
 
 
 def measure_point(
@@ -165,12 +189,12 @@ def measure_point(
         return decoding.measure(point, p, binding, cpus, t_setup)
     if kind == "loadgen":
         with threadpool_limits(point.threads // point.streams):
-            opened = open_point(point, cpus)
+            opened = open_point(point, cpus, p.model)
             about = model_info(*opened[:2])
             return serving.measure(point, p, opened, about, binding, cpus, t_setup)
     parts = []
     with threadpool_limits(point.threads):
-        model, variant, cfg, backend, inputs = open_point(point, cpus)
+        model, variant, cfg, backend, inputs = open_point(point, cpus, p.model)
         setup_s = time.perf_counter() - t_setup  # binding, model, variant; + session opens
         about = model_info(model, variant)
         for i in range(p.sessions):

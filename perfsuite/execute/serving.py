@@ -93,7 +93,10 @@ def measure(
         sessions = [
             stack.enter_context(
                 backend.prepare(
-                    variant.path, RunConfig.for_point(point, chunk, cfg.options, threads=per_stream)
+                    variant.path,
+                    RunConfig.for_point(
+                        point, chunk, cfg.options, threads=per_stream, inputs=inputs[0]
+                    ),
                 )
             )
             for chunk in split_cpus(cpus, point.streams)

@@ -181,7 +181,7 @@ class SparkExecutor(BaseExecutor):
     def _rows(self, model) -> list[tuple[int, bytes]]:
         key = (model.name, self.items)
         if key not in self._data:
-            self._data[key] = [(i, image_bytes(i, model.input_shape)) for i in range(self.items)]
+            self._data[key] = [(i, image_bytes(i, model.image[1])) for i in range(self.items)]
         return self._data[key]
 
     def _frame(self, model, slots: int):
@@ -215,6 +215,10 @@ class SparkExecutor(BaseExecutor):
                 "choose another executor for the others"
             )
         model = models.get(point.model)
+        if model.image is None:
+            raise WorkerError(f"{point.id}: Spark points feed one fixed-shape float input from "
+                              f"encoded rows; {point.model} has {len(model.signature)} input(s) "
+                              "of other kinds")  # fmt: skip
         variant = quantize.prepare(model, point.precision, point.framework)
         # several tasks share the cores: the framework's own knobs for that (no spinning pool
         # stealing another task's CPU, no pinning every process to the first core of its mask)
@@ -228,8 +232,8 @@ class SparkExecutor(BaseExecutor):
             threads=spec.cpus_per_task,
             batch=point.batch,
             options=options,
-            input=model.input_name,
-            shape=tuple(model.input_shape),
+            input=model.image[0],
+            shape=model.image[1],
             key=hashlib.sha256(repr(built_from).encode()).hexdigest(),
         )
         self._bind(point.numa_node)  # starts the SparkSession
@@ -333,9 +337,9 @@ class SparkExecutor(BaseExecutor):
         """The first ``REFERENCE_ITEMS`` outputs against the same variant run in this process
         (same decode, same batch): the accuracy gate's metric and threshold."""
         n = min(REFERENCE_ITEMS, self.items)
-        x = decode([b for _, b in self._rows(model)[:n]], model.input_shape)
+        x = decode([b for _, b in self._rows(model)[:n]], model.image[1])
         ref = accuracy.run_batches(
-            point.framework, variant.path, job.options, x, model.input_name, point.batch
+            point.framework, variant.path, job.options, {model.image[0]: x}, point.batch
         )
         ref = ref.reshape(n, -1).astype(np.float32)
         got = np.stack([np.frombuffer(outputs[i], np.float32) for i in range(n)])

@@ -30,7 +30,7 @@ def serve(point: Point | dict, protocol: MeasureProtocol | dict, say, lines) -> 
     binding, cpus = place(point.numa_node)
     p = MeasureProtocol.model_validate(protocol)  # typed, or the JSON of that side
     with threadpool_limits(point.threads):
-        model, variant, cfg, backend, inputs = open_point(point, cpus)
+        model, variant, cfg, backend, inputs = open_point(point, cpus, p.model)
         cfg = replace(cfg, options={**backend.turn_options, **cfg.options})
         with backend.prepare(variant.path, cfg) as session:
             window = warmed(session, inputs, point, p)

@@ -1,9 +1,10 @@
 """Accuracy gate for INT8 variants against their FP32 model (docs/guide/inference.md).
 
-The digits classifier has real labels: INT8 may lose at most ``MAX_TOP1_DROP_POINTS`` of
-top-1 accuracy. Random-weight models' outputs are dominated by an input-independent
-component, so they are judged by the signal-to-quantization-noise ratio of *centred* outputs
-(each minus its batch mean, ``centred_sqnr_db``) against ``THRESHOLDS``.
+A model with labelled data (the digits classifier, a declared model's ``labels``): INT8 may
+lose at most ``MAX_TOP1_DROP_POINTS`` of top-1 accuracy. Otherwise (random-weight models,
+whose outputs are dominated by an input-independent component, and unlabelled files) the
+signal-to-quantization-noise ratio of *centred* outputs (each minus its batch mean,
+``centred_sqnr_db``) is judged against ``THRESHOLDS``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import numpy as np
 
 from perfsuite.prepare.backends import RunConfig, get_backend
 from perfsuite.prepare.models import BuiltModel
-from perfsuite.prepare.models.zoo import digits_split
 from perfsuite.prepare.quantize import Prepared
 from perfsuite.records import Accuracy
 
@@ -42,36 +42,35 @@ def centred_sqnr_db(reference: np.ndarray, test: np.ndarray) -> float:
 
 
 def run_batches(
-    framework: str, path, options: dict, x: np.ndarray, input_name: str, batch: int
+    framework: str, path, options: dict, inputs: dict[str, np.ndarray], batch: int
 ) -> np.ndarray:
-    cfg = RunConfig(threads=1, batch=batch, options=options)
+    """The first output of every sample of ``inputs``, run ``batch`` samples at a time."""
+    n = len(next(iter(inputs.values())))
+    shapes = {k: (batch, *v.shape[1:]) for k, v in inputs.items()}
+    cfg = RunConfig(threads=1, batch=batch, options=options, shapes=shapes)
     with get_backend(framework).prepare(path, cfg) as sess:
-        outs = [sess.infer({input_name: x[i : i + batch]})[0] for i in range(0, len(x), batch)]
+        outs = [
+            sess.infer({k: v[i : i + batch] for k, v in inputs.items()})[0]
+            for i in range(0, n, batch)
+        ]
     return np.concatenate(outs)
 
 
 def evaluate(model: BuiltModel, variant: Prepared, framework: str) -> Accuracy:
     """Compare ``variant`` with the FP32 model on the same framework."""
-    digits = model.name == "digits_mlp"
-    if digits:
-        _, x, _, y_test = digits_split()
-        batch = len(x)  # one static batch: OpenVINO compiles for a fixed size
-    else:
-        x = model.inputs(8 if model.flops_per_item > 1e9 else 32, seed=99)[model.input_name]
-        batch = 1
-    name = model.input_name
-    ref = run_batches(framework, model.path, {}, x, name, batch)
-    out = run_batches(framework, variant.path, variant.framework_options, x, name, batch)
-    if digits:
-        acc_fp32 = float((ref.argmax(1) == y_test).mean() * 100)
-        acc_q = float((out.argmax(1) == y_test).mean() * 100)
+    ev = model.feeds.evaluation()
+    ref = run_batches(framework, model.path, {}, ev.inputs, ev.batch)
+    out = run_batches(framework, variant.path, variant.framework_options, ev.inputs, ev.batch)
+    if ev.labels is not None:
+        acc_fp32 = float((ref.argmax(1) == ev.labels).mean() * 100)
+        acc_q = float((out.argmax(1) == ev.labels).mean() * 100)
         drop = acc_fp32 - acc_q
         return Accuracy(
             metric="top1_drop_points",
             value=drop,
             threshold=MAX_TOP1_DROP_POINTS,
             passed=bool(drop <= MAX_TOP1_DROP_POINTS),
-            detail={"top1_fp32": acc_fp32, "top1_variant": acc_q, "samples": int(len(y_test))},
+            detail={"top1_fp32": acc_fp32, "top1_variant": acc_q, "samples": int(len(ev.labels))},
         )
     floor = THRESHOLDS.get(model.name, THRESHOLDS["default"])
     db = centred_sqnr_db(ref, out)
@@ -83,5 +82,5 @@ def evaluate(model: BuiltModel, variant: Prepared, framework: str) -> Accuracy:
         value=float(db),
         threshold=float(floor),
         passed=bool(db >= floor),
-        detail={"samples": len(x), "raw_cosine": raw_cos},
+        detail={"samples": len(ref), "raw_cosine": raw_cos},
     )

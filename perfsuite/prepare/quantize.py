@@ -22,7 +22,6 @@ from perfsuite.prepare.backends import get_backend
 from perfsuite.prepare.extensions import PRECISIONS as GROUP
 from perfsuite.prepare.extensions import Registry
 from perfsuite.prepare.models import BuiltModel
-from perfsuite.prepare.models.zoo import digits_split
 from perfsuite.records import Unsupported
 
 QUANTIZER_VERSION = "1"
@@ -35,14 +34,9 @@ class Prepared:
     framework_options: dict  # extra backend options the precision needs (e.g. bf16 hint)
 
 
-def calibration_inputs(model: BuiltModel, count: int | None = None, seed: int = 1234) -> list[dict]:
-    """Calibration batches (batch 1): the training split for the digits classifier, seeded
-    synthetic inputs (``BuiltModel.inputs``) for random-weight models."""
-    if model.name == "digits_mlp":
-        x = digits_split()[0][: count or 128]
-    else:
-        x = model.inputs(count or (8 if model.flops_per_item > 1e9 else 32), seed)[model.input_name]
-    return [{model.input_name: x[i : i + 1]} for i in range(len(x))]
+def calibration_inputs(model: BuiltModel) -> list[dict]:
+    """Calibration feeds of batch 1, from the model's data (``BuiltModel.feeds``)."""
+    return model.feeds.calibration()
 
 
 def _reader(batches: list[dict]):
@@ -106,7 +100,7 @@ def _nncf(model: BuiltModel, target: Path) -> dict:
 
     ov_model = ov.Core().read_model(str(model.path))
     batches = calibration_inputs(model)
-    dataset = nncf.Dataset(batches, lambda b: b[model.input_name])
+    dataset = nncf.Dataset(batches)  # each item a feed: input name -> array
     quantized = nncf.quantize(ov_model, dataset, subset_size=len(batches))
     with _tmp_sibling(target, ".xml", (".bin",)) as tmp:
         ov.save_model(quantized, str(tmp), compress_to_fp16=False)
@@ -124,6 +118,7 @@ class Quantizer:
     file (None: the fp32 model as built); ``missing()`` says why this host cannot run it."""
 
     build: Callable[[BuiltModel, Path], dict] | None = None
+    sources: tuple[str, ...] = ("onnx",)  # model formats build() reads (records.ModelFormat)
     suffix: str = ".onnx"
     companions: tuple[str, ...] = ()
     framework_options: dict = field(default_factory=dict)
@@ -131,12 +126,13 @@ class Quantizer:
 
 
 # perfsuite's own precisions: the perfsuite.precisions entry points in pyproject.toml name these
-FP32 = Quantizer()
+FP32 = Quantizer(sources=("onnx", "ir"))
 INT8_DYNAMIC = Quantizer(_ort_dynamic)
 INT8_STATIC = Quantizer(partial(_ort_static, reduce_range=False))
 INT8_STATIC_RR = Quantizer(partial(_ort_static, reduce_range=True))
-INT8_NNCF = Quantizer(_nncf, ".xml", (".bin",))
+INT8_NNCF = Quantizer(_nncf, ("onnx", "ir"), ".xml", (".bin",))
 BF16 = Quantizer(
+    sources=("onnx", "ir"),
     framework_options={"precision_hint": "bf16"},
     missing=lambda: None if cpu_features().get("avx512_bf16") else NO_BF16,
 )
@@ -156,14 +152,25 @@ def register_precision(name: str, quantizer: Quantizer) -> None:
     QUANTIZERS[name] = quantizer
 
 
+def why_not_format(precision: str, model: str, fmt: str) -> str | None:
+    """Why ``precision`` cannot be made from a model file of format ``fmt``, or None."""
+    q = QUANTIZERS.named(precision, "precision")
+    if fmt in q.sources:
+        return None
+    return (f"{precision} is made from an ONNX file; {model} is an OpenVINO IR "
+            "(int8_nncf and bf16 take an IR)")  # fmt: skip
+
+
 def prepare(model: BuiltModel, precision: str, framework: str) -> Prepared:
     """The model file for (precision, framework), building and caching it when needed."""
     q = QUANTIZERS.named(precision, "precision")
     if reason := get_backend(framework).why_not(precision) or q.missing():
         raise Unsupported(reason)
+    if model.format not in q.sources:
+        raise Unsupported(why_not_format(precision, model.name, model.format))
     path = model.path
     if q.build is not None:
-        key = {"model": model.path.name}
+        key = {"model": model.path.name, **model.identity}
         build = partial(q.build, model)
         path = cache.cached(
             f"{precision}-{model.name}", key, QUANTIZER_VERSION, build, q.suffix, q.companions

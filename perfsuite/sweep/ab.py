@@ -23,6 +23,7 @@ from perfsuite.execute.interpreter import Interpreter
 from perfsuite.execute.isolation import WorkerError
 from perfsuite.execute.measure import summarize
 from perfsuite.gate.paired import judge_ratios
+from perfsuite.prepare import models
 from perfsuite.records import MeasureProtocol, Point
 from perfsuite.store.files import SUMMARY
 from perfsuite.sweep.session import run_summary
@@ -136,11 +137,12 @@ def run(points: list[Point], protocol: MeasureProtocol, a: Arm, b: Arm, rounds: 
         for p in points:
             if p.id in out.errors:
                 continue
+            how = protocol.model_copy(update={"model": models.declared(p.model)})
             try:
                 if turns:
-                    got = measure_turns(a, b, p, protocol, turns, turn_s, r, timeout)
+                    got = measure_turns(a, b, p, how, turns, turn_s, r, timeout)
                 else:
-                    got = {s.name: measure(s, p, protocol, timeout)
+                    got = {s.name: measure(s, p, how, timeout)
                            for s in ((a, b) if r % 2 == 0 else (b, a))}  # fmt: skip
             except WorkerError as exc:
                 out.errors[p.id] = str(exc)

@@ -16,7 +16,10 @@ from pathlib import Path
 
 from perfsuite import llm, serve
 from perfsuite.host.topology import Topology
-from perfsuite.prepare import quantize  # quantize.PRECISIONS: read on each use (entry points)
+from perfsuite.prepare import (
+    models,
+    quantize,  # quantize.PRECISIONS: read on each use (entry points)
+)
 from perfsuite.prepare.backends import BACKENDS, get_backend
 from perfsuite.prepare.models import names as model_names
 from perfsuite.records import (
@@ -174,9 +177,14 @@ def load_profiles(pyproject: Path | None = None, user_file: Path | None = None) 
         data = _toml(pyproject)
         layers.append((pyproject, data.get("tool", {}).get("perfsuite", {}).get("profiles", {})))
     if user_file is not None:
-        layers.append((user_file, _toml(user_file)))
+        user = _toml(user_file)
+        user.pop("models", None)  # [models.NAME]: declared models (sweep.declared), no profile
+        layers.append((user_file, user))
     for source, layer in layers:
         for name, values in layer.items():
+            if name == "models":
+                raise PlanError(f"{source}: 'models' is not a profile name; [models.NAME] "
+                                "tables declare models (docs/guide/your-models.md)")  # fmt: skip
             if not isinstance(values, dict):
                 raise PlanError(f"{source}: profile {name!r} must be a table")
             # a new profile starts from default's keys, not from its extra points
@@ -488,6 +496,8 @@ def _spark_points(profile, model, node, cores, unavailable) -> list[Point]:
             )
         if model in llm.MODELS:
             continue
+        if models.declared(model) is not None:
+            skip = skip or "Spark points run the built-in image models (declared files: not yet)"
         out += [
             Point(model=model, framework="", precision="", threads=threads, numa_node=node,
                   batch=batch, mode="throughput", threads_spec=spec, skip=skip, spark=spark)
@@ -500,4 +510,17 @@ def _skip(model, fw, prec, unavailable, bf16) -> str | None:
     if model in llm.MODELS:
         return unavailable.get(fw) or llm.why_not(fw, prec)
     no_bf16 = quantize.NO_BF16 if prec == "bf16" and not bf16 else None
-    return unavailable.get(fw) or get_backend(fw).why_not(prec) or no_bf16
+    return (
+        unavailable.get(fw)
+        or _no_format(model, fw, prec)
+        or get_backend(fw).why_not(prec)
+        or no_bf16
+    )
+
+
+def _no_format(model: str, fw: str, prec: str) -> str | None:
+    """Why ``fw`` at ``prec`` cannot take ``model``'s file (an IR on onnxruntime), or None."""
+    fmt = models.format_of(model)
+    if fmt not in get_backend(fw).formats:
+        return f"{fw} cannot load an OpenVINO IR ({model} is an .xml file)"
+    return quantize.why_not_format(prec, model, fmt)

@@ -19,8 +19,9 @@ from perfsuite.host.provenance import provenance
 from perfsuite.host.topology import read_topology
 from perfsuite.kernels import cpu_features
 from perfsuite.prepare import accuracy, cache, models, quantize
-from perfsuite.prepare.backends import BACKENDS, software_versions
-from perfsuite.records import Fingerprint, mode_kind
+from perfsuite.prepare.backends import BACKENDS, BackendError, software_versions
+from perfsuite.prepare.models import ModelError
+from perfsuite.records import Fingerprint, Unsupported, mode_kind
 from perfsuite.store import Store, open_store
 from perfsuite.store.files import RunDir
 from perfsuite.sweep.plan import Point, Profile, article_threads, expand, l3_mb_of, require_points
@@ -106,26 +107,21 @@ class PerfSession:
             for k, v in self.fingerprint.fields.items()
             if k.startswith("software.") or k == "kernels.isa"
         }
+        marks = {} if keep else {"remeasure": True}
+        try:
+            gate = self.gate(point)
+        except (ModelError, BackendError, Unsupported) as exc:  # the model, not the measuring
+            gate, marks = None, marks | {"status": "error", "error": str(exc).splitlines()[0]}
         head = records.ResultHead(
             schema=records.RESULT, id=point.id, point=point, software=software, status="ok",
             hardware_class=self.fingerprint.hardware_class, timestamp=time.time(), error=None,
-            accuracy=self.gate(point),
+            accuracy=gate,
             **({"source": self.source} if self.source != records.Provenance() else {}),
         )  # fmt: skip
-        marks = {} if keep else {"remeasure": True}
         try:
-            one_run = mode_kind(point.mode) != "window"  # a LoadGen run or search, a decode run
-            protocol = self.profile.protocol(
-                counters=self.counters, sessions=1 if one_run else None
-            )
-            if mode_kind(point.mode) == "loadgen":
-                where = self.run_dir / "loadgen" / point.id
-                if not keep:  # a confirmation re-measure must not overwrite the run's logs
-                    where = where / f"remeasure-{time.time_ns()}"
-                protocol = protocol.model_copy(
-                    update={"loadgen": self.profile.loadgen(point.model), "log_dir": str(where)}
-                )
-            measured = self.executor.run(point, protocol)
+            if "error" in marks:
+                raise WorkerError(marks["error"])
+            measured = self.executor.run(point, self.protocol(point, keep))
         except WorkerError as exc:
             first = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
             failed = {"status": "error", "error": first, "error_detail": str(exc)}
@@ -143,6 +139,28 @@ class PerfSession:
         if keep:
             self.records.append(result)
         return result
+
+    def protocol(self, point: Point, keep: bool = True) -> records.MeasureProtocol:
+        """What the point's measurement needs: the profile's protocol, a LoadGen point's
+        settings and log directory, and a declared model's spec."""
+        one_run = mode_kind(point.mode) != "window"  # a LoadGen run or search, a decode run
+        protocol = self.profile.protocol(counters=self.counters, sessions=1 if one_run else None)
+        spec = models.declared(point.model)
+        if spec is not None:
+            protocol = protocol.model_copy(update={"model": spec})
+        if mode_kind(point.mode) == "loadgen":
+            where = self.run_dir / "loadgen" / point.id
+            if not keep:  # a confirmation re-measure must not overwrite the run's logs
+                where = where / f"remeasure-{time.time_ns()}"
+            loadgen = self.profile.loadgen(point.model)
+            if (
+                spec
+                and spec.latency_bound_ms
+                and point.model not in dict(self.profile.latency_bound_ms)
+            ):
+                loadgen = loadgen.model_copy(update={"latency_bound_ms": spec.latency_bound_ms})
+            protocol = protocol.model_copy(update={"loadgen": loadgen, "log_dir": str(where)})
+        return protocol
 
     def close(self) -> None:
         """Stop what the sweep started (the SparkSession of Spark points)."""

@@ -13,7 +13,7 @@ import pytest
 
 from perfsuite.gate.paired import judge, looks
 from perfsuite.gate.statistics import GateConfig
-from perfsuite.records import Measurement
+from perfsuite.records import Measurement, MeasureProtocol
 from perfsuite.sweep.ab import Arm, run_sequential
 
 
@@ -86,8 +86,8 @@ def _sequential(a_rounds, b_rounds, plan, cfg):
 
     real, ab.measure = ab.measure, fake
     try:
-        points = [SimpleNamespace(id=pid) for pid in a_rounds]
-        return run_sequential(points, {}, Arm("a", "py"), Arm("b", "py"), plan, cfg,
+        points = [SimpleNamespace(id=pid, model="m") for pid in a_rounds]
+        return run_sequential(points, MeasureProtocol(), Arm("a", "py"), Arm("b", "py"), plan, cfg,
                               timeout=1.0)[1]  # fmt: skip
     finally:
         ab.measure = real
@@ -161,9 +161,12 @@ def test_run_sequential_measures_only_the_points_still_open(monkeypatch):
         return _measured([0.01 * slow * jitter])
 
     monkeypatch.setattr(ab, "measure", fake)
-    points = [SimpleNamespace(id="clear", batch=1), SimpleNamespace(id="noisy", batch=1)]
+    points = [
+        SimpleNamespace(id="clear", batch=1, model="m"),
+        SimpleNamespace(id="noisy", batch=1, model="m"),
+    ]
     out, verdicts = run_sequential(
-        points, {}, Arm("a", "py"), Arm("b", "py"), looks(3, 9, 0.01),
+        points, MeasureProtocol(), Arm("a", "py"), Arm("b", "py"), looks(3, 9, 0.01),
         GateConfig(threshold=0.02, alpha=0.01), timeout=1.0,
     )  # fmt: skip
     per = {pid: sum(c[0] == pid for c in calls) // 2 for pid in ("clear", "noisy")}

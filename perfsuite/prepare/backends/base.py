@@ -40,6 +40,9 @@ class RunConfig:
     mode: str = "latency"  # latency: one request at a time; throughput: framework parallelism
     cpus: tuple[int, ...] | None = None  # pin framework threads here when binding is requested
     options: dict = field(default_factory=dict)  # framework-specific knobs (see each backend)
+    # input name -> the shape it is fed at (a framework that compiles for static shapes
+    # reshapes to them); empty: the batch on the first axis of dynamic-batch inputs
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.threads < 1:
@@ -51,17 +54,24 @@ class RunConfig:
 
     @classmethod
     def for_point(
-        cls, point: Point, cpus=None, options: dict | None = None, *, threads: int | None = None
+        cls,
+        point: Point,
+        cpus=None,
+        options: dict | None = None,
+        *,
+        threads: int | None = None,
+        inputs: dict | None = None,
     ) -> RunConfig:
         """A point's session settings: its threads (``threads``: one LoadGen stream's share),
         batch and mode (the framework's parallelism for a throughput window and LoadGen's
-        offline scenario), pinned to ``cpus`` when given."""
+        offline scenario), pinned to ``cpus`` when given, for ``inputs``' shapes."""
         return cls(
             threads=point.threads if threads is None else threads,
             batch=point.batch,
             mode="throughput" if point.mode in ("throughput", "offline") else "latency",
             cpus=cpus,
             options=dict(options or {}),
+            shapes={k: tuple(v.shape) for k, v in (inputs or {}).items()},
         )
 
 
@@ -126,6 +136,7 @@ class Backend(ABC):
     distribution: str = ""  # PyPI distribution that must be installed (default: name)
     precisions: tuple[str, ...] = ("fp32",)  # see perfsuite.prepare.quantize.PRECISIONS
     no_path: dict[str, str] = {}  # precision -> why this framework cannot run it
+    formats: tuple[str, ...] = ("onnx",)  # model files it loads (records.ModelFormat)
     distributions: tuple[str, ...] = ()  # versions recorded as software.<dist> (default: dist.)
     # options for a session that waits between short turns beside another (perfsuite ab)
     turn_options: dict = {}

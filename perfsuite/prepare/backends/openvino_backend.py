@@ -60,15 +60,15 @@ def _config(cfg: RunConfig) -> dict:
 class OvSession(Session):
     framework = "openvino"
 
-    def __init__(self, model: Path, cfg: RunConfig, input_shapes: dict | None = None):
+    def __init__(self, model: Path, cfg: RunConfig):
         import openvino as ov  # heavy, optional: imported when a session is opened
 
         core = ov.Core()
         try:
             m = core.read_model(str(model))
-            # Static batch: OpenVINO's CPU plugin is slower on dynamic shapes.
-            shapes = {}
-            for inp in m.inputs:
+            # Static shapes: OpenVINO's CPU plugin is slower on dynamic ones.
+            shapes = {name: list(shape) for name, shape in cfg.shapes.items()}
+            for inp in m.inputs if not shapes else ():
                 ps = inp.get_partial_shape()
                 if ps.rank.is_static and ps[0].is_dynamic:
                     dims = [cfg.batch] + [d.get_length() for d in list(ps)[1:]]
@@ -135,6 +135,7 @@ class OpenVinoBackend(Backend):
         "int8_dynamic": "int8_dynamic (ConvInteger/MatMulInteger) has no openvino path",
     }
     distributions = ("openvino", "nncf")
+    formats = ("onnx", "ir")
     # several processes on shared cores each pin from the first core of their mask (see above)
     shared_core_options = {"cpu_pinning": False}
 

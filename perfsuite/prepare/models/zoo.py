@@ -1,12 +1,10 @@
-"""The model zoo: every model is built in code with deterministic weights (no downloads) and
-cached (see perfsuite.prepare.cache). ``get(name)`` returns a ``BuiltModel`` with the cached
-path."""
+"""The model zoo: every model is built in code with deterministic weights (no downloads),
+registered in ``registry.MODELS`` like any package's, and cached when built (see
+perfsuite.prepare.cache)."""
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +13,10 @@ from scipy.special import erf
 from threadpoolctl import threadpool_limits
 
 from perfsuite.prepare import cache
+from perfsuite.prepare.models.built import BuiltModel
+from perfsuite.prepare.models.feeds import Arrays, Synthetic
+from perfsuite.prepare.models.registry import MODELS, PythonModel
+from perfsuite.records import ModelInput
 
 if TYPE_CHECKING:  # onnx is imported only when a model is built: the registry stays light
     import onnx
@@ -23,31 +25,6 @@ if TYPE_CHECKING:  # onnx is imported only when a model is built: the registry s
 
 # Bump when a builder's output changes: it is part of every cache key.
 BUILDER_VERSION = "2"
-
-
-@dataclass(frozen=True)
-class BuiltModel:
-    """A model built and cached on disk, with what measuring it needs (its inputs); a
-    result records a summary of it as ``records.ModelInfo``."""
-
-    name: str
-    path: Path
-    input_name: str
-    input_shape: tuple[int, ...]  # per item, without the batch dimension
-    params: int
-    flops_per_item: int
-    weight_bytes: int
-    meta: dict = field(default_factory=dict)
-
-    def inputs(self, batch: int = 1, seed: int = 0) -> dict[str, np.ndarray]:
-        """Inputs from the model's own distribution: held-out digits for the classifier,
-        seeded standard normal data (what calibration used) for random-weight models."""
-        if self.name == "digits_mlp":
-            x_test = digits_split()[1]
-            idx = np.random.default_rng(seed).choice(len(x_test), size=batch)
-            return {self.input_name: np.ascontiguousarray(x_test[idx])}
-        x = np.random.default_rng(seed).standard_normal((batch, *self.input_shape))
-        return {self.input_name: x.astype(np.float32)}
 
 
 # -- builders: each returns an onnx.ModelProto ----------------------------------------------
@@ -212,59 +189,64 @@ def build_digits_classifier(hidden: int = 64, seed: int = 0) -> tuple[onnx.Model
 MLP_SIZES_MB = (4, 8, 16, 24, 28, 32, 48, 64, 128)
 
 
-@dataclass(frozen=True)
-class Spec:
-    builder: Callable
-    params: dict
-    input_shape: Callable[[dict], tuple[int, ...]]
+def digits_feeds() -> Arrays:
+    """The held-out digits with their labels; calibration on the training split."""
+    x_train, x_test, _, y_test = digits_split()
+    return Arrays({"input": x_test}, np.asarray(y_test), {"input": x_train})
 
 
-REGISTRY: dict[str, Spec] = {
-    "resnet50": Spec(build_resnet, {}, lambda p: (3, 224, 224)),
-    "small_cnn": Spec(build_small_cnn, {}, lambda p: (3, 32, 32)),
-    "transformer": Spec(build_transformer, {}, lambda p: (128, 512)),
+def _zoo(builder, params, input_shape, feeds=None) -> PythonModel:
+    return PythonModel(builder, params, input_shape, feeds, version=BUILDER_VERSION)
+
+
+ZOO: dict[str, PythonModel] = {
+    "resnet50": _zoo(build_resnet, {}, lambda p: (3, 224, 224)),
+    "small_cnn": _zoo(build_small_cnn, {}, lambda p: (3, 32, 32)),
+    "transformer": _zoo(build_transformer, {}, lambda p: (128, 512)),
     # BERT-class encoders for the serving scenarios: BERT-base's width (768, 12 heads), 4 of its
     # 12 layers, so that a 2-core host still runs enough queries for LoadGen in seconds
     **{
-        f"bert{seq}": Spec(
+        f"bert{seq}": _zoo(
             build_transformer,
             {"layers": 4, "hidden": 768, "heads": 12, "seq": seq},
             lambda p: (p["seq"], p["hidden"]),
         )
         for seq in (128, 384)
     },
-    "digits_mlp": Spec(build_digits_classifier, {}, lambda p: (64,)),
+    "digits_mlp": _zoo(build_digits_classifier, {}, lambda p: (64,), digits_feeds),
     **{
-        f"mlp{mb}mb": Spec(build_mlp, {"size_mb": mb}, lambda p: (mlp_hidden(p["size_mb"]),))
+        f"mlp{mb}mb": _zoo(build_mlp, {"size_mb": mb}, lambda p: (mlp_hidden(p["size_mb"]),))
         for mb in MLP_SIZES_MB
     },
 }
 
 
-def names() -> list[str]:
-    return list(REGISTRY)
+for _name, _model in ZOO.items():
+    MODELS[_name] = _model
 
 
-def _build_to(spec: Spec, path: Path) -> dict:
+def _build_to(model: PythonModel, path: Path) -> dict:
     # One BLAS thread: multi-threaded reductions round differently, and the calibration pass
     # must give the same bytes whatever the caller's thread settings.
     with threadpool_limits(1):
-        built = spec.builder(**spec.params)
-    model, extra = built if isinstance(built, tuple) else (built, {})
-    params, flops = (int(kv.split("=")[1]) for kv in model.doc_string.split())
-    cache.atomic_write_bytes(path, model.SerializeToString())
+        built = model.builder(**model.params)
+    proto, extra = built if isinstance(built, tuple) else (built, {})
+    params, flops = (int(kv.split("=")[1]) for kv in proto.doc_string.split())
+    cache.atomic_write_bytes(path, proto.SerializeToString())
     weight_bytes = sum(
-        int(np.prod(t.dims)) * 4 for t in model.graph.initializer if t.data_type == 1
+        int(np.prod(t.dims)) * 4 for t in proto.graph.initializer if t.data_type == 1
     )
     return {"params": params, "flops_per_item": flops, "weight_bytes": weight_bytes, **extra}
 
 
-def get(name: str) -> BuiltModel:
-    """Build (or load from the cache) the named model."""
-    if name not in REGISTRY:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(REGISTRY)}")
-    spec = REGISTRY[name]
-    path = cache.cached(f"model-{name}", spec.params, BUILDER_VERSION, lambda p: _build_to(spec, p))
+def build(name: str, model: PythonModel) -> BuiltModel:
+    """Build (or load from the cache) a model defined in Python."""
+    key = f"model-{name}"
+    path = cache.cached(key, model.params, model.version, lambda p: _build_to(model, p))
     meta = cache.read_meta(path)  # what _build_to measured, and the cache's own keys
     counts = {k: meta.pop(k) for k in ("params", "flops_per_item", "weight_bytes")}
-    return BuiltModel(name, path, "input", spec.input_shape(spec.params), **counts, meta=meta)
+    shape = ["N", *model.input_shape(model.params)]
+    signature = (ModelInput(name="input", dtype="float32", shape=shape),)
+    samples = 8 if counts["flops_per_item"] > 1e9 else 32
+    feeds = model.feeds() if model.feeds else Synthetic(name, signature, samples=samples)
+    return BuiltModel(name, path, signature, feeds, **counts, meta=meta)
