@@ -23,7 +23,7 @@ from perfsuite.options import OPTIONS, PLUGIN, add_options, profile_overrides
 from perfsuite.prepare import cache
 from perfsuite.store import ENV as STORE_ENV
 from perfsuite.store import StoreError, open_store, scheme_of
-from perfsuite.sweep.declared import ModelError, declare_for_run
+from perfsuite.sweep.declared import ModelError, check_declared, declare_for_run
 from perfsuite.sweep.plan import PlanError, Profile, load_profiles, select_profile
 from perfsuite.sweep.session import PerfSession
 from perfsuite.writing import NotWritable, check_writable_dir
@@ -48,6 +48,7 @@ def pytest_configure(config):
             pyproject, o("perf_config"), o("perf_model"), o("perf_dims"), overrides
         )
         profile = select_profile(load_profiles(pyproject, o("perf_config")), name, overrides)
+        check_declared(profile.models)
         problem = kernels.forced_isa_problem()  # else 'unavailable' in every record's fingerprint
         if problem:
             raise pytest.UsageError(f"perfsuite: {problem}")

@@ -35,6 +35,7 @@ VERBS = {
     "icount": "instruction counts of the kernels under valgrind: deterministic, gated at 1%%",
     "db": "the results history: import, runs, history, changes, ...",
     "export": "a run as github-action-benchmark, Bencher (BMF) or Conbench JSON",
+    "models": "list the models a run can measure, or inspect one (a name or a file)",
 }
 
 

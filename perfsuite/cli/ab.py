@@ -17,7 +17,7 @@ from perfsuite.kernels import cpu_features
 from perfsuite.options import add_options, profile_overrides
 from perfsuite.records import mode_kind
 from perfsuite.sweep import ab, ab_report
-from perfsuite.sweep.declared import declare_for_run
+from perfsuite.sweep.declared import check_declared, declare_for_run
 from perfsuite.sweep.plan import (
     PlanError,
     expand,
@@ -68,6 +68,7 @@ def cmd_ab(args) -> int:
         profile = select_profile(
             load_profiles(Path("pyproject.toml"), args.config), args.profile, overrides
         )
+        check_declared(profile.models)
         cfg = GateConfig(threshold=args.threshold, alpha=args.alpha)
         check_writable_dir(args.out, "--out")
     except (ValueError, PlanError, NotWritable) as exc:

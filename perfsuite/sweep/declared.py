@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 from perfsuite.prepare import models
+from perfsuite.prepare.models import files
 from perfsuite.prepare.models.files import ModelError, spec_from_path, spec_from_table
 from perfsuite.records import ModelSpec
 
@@ -54,3 +55,12 @@ def declare_for_run(
     for spec in (*specs, *given):
         models.declare(spec)
     return {**overrides, "models": names} if given else overrides
+
+
+def check_declared(names) -> None:
+    """Read each declared model of the run and check that every input gets data: a bad
+    file, dimension or data set is one ModelError before anything is measured."""
+    for name in names:
+        spec = models.declared(name)
+        if spec is not None:
+            files.build(spec)

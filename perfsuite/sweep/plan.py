@@ -407,7 +407,9 @@ def expand(
         candidates += _spark_points(profile, model, node, cores, unavailable)
         for p in candidates:
             no_loadgen = unavailable.get("loadgen") if mode_kind(p.mode) == "loadgen" else None
-            skip = p.skip or node_skip or no_loadgen or _skip(model, fw, prec, unavailable, bf16)
+            skip = (
+                p.skip or node_skip or no_loadgen or skip_reason(model, fw, prec, unavailable, bf16)
+            )
             p = p.but(framework=fw, precision=prec, skip=skip)
             points.setdefault(p.id, p)
     for extra in profile.also:
@@ -506,7 +508,7 @@ def _spark_points(profile, model, node, cores, unavailable) -> list[Point]:
     return out
 
 
-def _skip(model, fw, prec, unavailable, bf16) -> str | None:
+def skip_reason(model, fw, prec, unavailable, bf16) -> str | None:
     if model in llm.MODELS:
         return unavailable.get(fw) or llm.why_not(fw, prec)
     no_bf16 = quantize.NO_BF16 if prec == "bf16" and not bf16 else None

@@ -176,7 +176,7 @@ def sizes(spec: ModelSpec) -> tuple[int, int]:
     else:
         tensors = [
             (
-                int(np.prod(op.get_output_shape(0).to_shape())),
+                int(np.prod(list(op.get_output_shape(0)))),
                 op.get_output_element_type(0).to_dtype(),
             )
             for op in _ir(spec).get_ops()
@@ -318,3 +318,50 @@ def build(spec: ModelSpec) -> BuiltModel:
         format=spec.format,
         identity=identity,
     )
+
+
+def describe(spec: ModelSpec) -> dict:
+    """What ``perfsuite models inspect`` shows of a file: inputs, outputs, opsets, the op
+    histogram, parameters and weight bytes."""
+    if spec.format == "onnx":
+        import onnx
+
+        model = _onnx(spec)
+        outputs = [
+            ModelInput(
+                name=o.name,
+                dtype=onnx.helper.tensor_dtype_to_np_dtype(o.type.tensor_type.elem_type).name,
+                shape=[
+                    d.dim_value if d.HasField("dim_value") else d.dim_param or _unnamed(o.name, i)
+                    for i, d in enumerate(o.type.tensor_type.shape.dim)
+                ],
+            )
+            for o in model.graph.output
+        ]
+        ops = [n.op_type for n in model.graph.node]
+        opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
+    else:
+        model = _ir(spec)
+        outputs = [
+            ModelInput(
+                name=o.get_any_name(),
+                dtype=o.get_element_type().to_dtype().name,
+                shape=[d.get_length() if d.is_static else "?" for d in o.get_partial_shape()],
+            )
+            for o in model.outputs
+        ]
+        ops = [op.get_type_name() for op in model.get_ops()]
+        opsets = {}
+    params, weight_bytes = sizes(spec)
+    histogram: dict[str, int] = {}
+    for op in ops:
+        histogram[op] = histogram.get(op, 0) + 1
+    return {
+        "name": spec.name, "path": spec.path, "format": spec.format,
+        "inputs": [i.model_dump() for i in signature(spec)],
+        "outputs": [o.model_dump() for o in outputs],
+        "opsets": opsets,
+        "ops": dict(sorted(histogram.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "params": params, "weight_bytes": weight_bytes,
+        "flops_per_item": None,  # not counted for a file perfsuite did not build
+    }  # fmt: skip

@@ -1,0 +1,117 @@
+"""``perfsuite models``: ``list`` the models a run can measure (built in, from packages, and
+declared in configuration) and ``inspect`` one (a name or a file): its inputs and outputs
+with dtypes and symbolic dimensions, opsets, operators, size, and which framework and
+precision can run it here, or why not."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from perfsuite.cli import EXIT_OK, add_verb
+from perfsuite.kernels import cpu_features
+from perfsuite.options import dims_pairs
+from perfsuite.prepare import models, quantize
+from perfsuite.prepare.backends import BACKENDS
+from perfsuite.prepare.models import files
+from perfsuite.records import ModelSpec
+from perfsuite.sweep.declared import load_models
+from perfsuite.sweep.plan import skip_reason
+from perfsuite.text import finite_json
+
+INPUT_ERRORS: tuple[type[Exception], ...] = (files.ModelError,)
+
+
+def _declare(args) -> list[ModelSpec]:
+    pyproject = Path("pyproject.toml")
+    specs = load_models(pyproject if pyproject.is_file() else None, args.config)
+    for spec in specs:
+        models.declare(spec)
+    return specs
+
+
+def cmd_list(args) -> int:
+    declared = {s.name: s for s in _declare(args)}
+    for name in models.names():
+        spec = declared.get(name)
+        source = f"declared: {spec.path}" if spec else _source(models.MODELS[name])
+        print(f"{name:<20} {source}")
+    return EXIT_OK
+
+
+def _source(model) -> str:
+    module = getattr(model.builder, "__module__", "")
+    return "built in" if module.startswith("perfsuite.") else f"package: {module}"
+
+
+def _spec(args) -> ModelSpec:
+    """The spec of ``args.model``: a declared name, a built-in's cached file, or a path."""
+    _declare(args)
+    spec = models.declared(args.model)
+    if spec is not None:
+        return spec.model_copy(update={"dims": {**spec.dims, **(args.dims or {})}})
+    if args.model in models.names():
+        built = models.get(args.model)
+        return ModelSpec(name=args.model, path=str(built.path), format="onnx")
+    if not Path(args.model).exists():
+        known = ", ".join(models.names())
+        raise files.ModelError(f"{args.model!r} is neither a model name ({known}) nor a file")
+    return files.spec_from_path(args.model, args.dims or {})
+
+
+def cmd_inspect(args) -> int:
+    spec = _spec(args)
+    about = files.describe(spec)
+    models.declare(spec)  # this process only: the plan asks the registry for its format
+    unavailable = {n: b.unavailable() for n, b in BACKENDS.items()}
+    bf16 = bool(cpu_features().get("avx512_bf16"))
+    about["runs"] = {
+        fw: {
+            prec: skip_reason(spec.name, fw, prec, unavailable, bf16) or "yes"
+            for prec in quantize.PRECISIONS
+        }
+        for fw in BACKENDS
+    }
+    if args.json:
+        print(finite_json(about, indent=2))
+        return EXIT_OK
+    _print(about)
+    return EXIT_OK
+
+
+def _shape(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def _print(about: dict) -> None:
+    out = sys.stdout.write
+    out(f"{about['name']}: {about['path']} ({about['format']})\n")
+    for kind in ("inputs", "outputs"):
+        out(f"{kind}:\n")
+        for t in about[kind]:
+            out(f"  {t['name']:<24} {t['dtype']:<8} {_shape(t['shape'])}\n")
+    if about["opsets"]:
+        out("opsets: " + ", ".join(f"{d} {v}" for d, v in about["opsets"].items()) + "\n")
+    out("ops: " + ", ".join(f"{op} x{n}" for op, n in about["ops"].items()) + "\n")
+    out(f"parameters: {about['params']:,}; weights: {about['weight_bytes'] / 2**20:.2f} MiB; "
+        "FLOPs per item: not counted\n")  # fmt: skip
+    out("frameworks and precisions on this host:\n")
+    for fw, precs in about["runs"].items():
+        for prec, why in precs.items():
+            out(f"  {fw:<12} {prec:<15} {why}\n")
+
+
+def add_parser(subparsers) -> None:
+    p = add_verb(subparsers, "models")
+    sub = p.add_subparsers(dest="action", required=True)
+    for name, func, text in (
+        ("list", cmd_list, "the models a run can measure, and where each comes from"),
+        ("inspect", cmd_inspect, "a model's inputs, outputs, operators, size and runnability"),
+    ):
+        q = sub.add_parser(name, help=text)
+        q.add_argument("--config", type=Path, help="TOML file with [models.NAME] tables")
+        if name == "inspect":
+            q.add_argument("model", help="a model name, or an .onnx / IR .xml / exported folder")
+            q.add_argument("--dims", type=dims_pairs, help="symbolic dimensions: name=N,...")
+            q.add_argument("--json", action="store_true", help="machine-readable output")
+        q.set_defaults(func=func)
