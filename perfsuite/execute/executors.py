@@ -29,9 +29,10 @@ from perfsuite.execute.runner import (
     run_point_in_worker,
     runtime_extensions,
 )
+from perfsuite.prepare.backends import BackendError
 from perfsuite.prepare.extensions import EXECUTORS as GROUP
 from perfsuite.prepare.extensions import Registry
-from perfsuite.records import Measurement, MeasureProtocol, Point
+from perfsuite.records import Measurement, MeasureProtocol, Point, Unsupported
 
 
 @runtime_checkable
@@ -77,7 +78,11 @@ class InProcess(BaseExecutor):
                 f"the in-process executor cannot bind to NUMA node {point.numa_node} "
                 "(it would bind the whole run); use --perf-executor worker or auto"
             )
-        return isolated(Measurement.model_validate(run_point(point, protocol)), "in-process")
+        try:
+            measured = run_point(point, protocol)
+        except (BackendError, Unsupported, ValueError) as exc:  # the point's, as in a worker
+            raise WorkerError(f"{exc.__class__.__name__}: {exc}") from exc
+        return isolated(Measurement.model_validate(measured), "in-process")
 
 
 class FreshWorker(BaseExecutor):

@@ -74,6 +74,9 @@ def test_plan_lists_readable_ids(sweep):
         (["--perf-min-time", "inf"], "'inf' is not a finite number"),
         (["--perf-threshold", "nan"], "'nan' is not a finite number"),
         (["--perf-alpha", "2"], "'2' must be between 0 and 1"),
+        (["--perf-model", "nope.onnx"], "model 'nope': "),
+        (["--perf-dims", "sequence=8"], "--perf-dims sets the dimensions of --perf-model files"),
+        (["--perf-dims", "sequence=x"], "'sequence=x': use name=N with N >= 1"),
     ],
 )
 def test_bad_options_are_usage_errors(sweep, args, message):

@@ -17,6 +17,7 @@ from perfsuite.execute.executors import EXECUTORS, Executor, get_executor
 from perfsuite.execute.runner import runtime_extensions
 from perfsuite.host.topology import read_topology
 from perfsuite.prepare.backends import BACKENDS, get_backend
+from perfsuite.prepare.models import MODELS
 from perfsuite.prepare.quantize import QUANTIZERS
 from perfsuite.sweep.plan import make_profile
 from perfsuite.sweep.session import PerfSession
@@ -29,6 +30,7 @@ import numpy as np
 
 from perfsuite.execute.executors import InProcess
 from perfsuite.prepare.backends import Backend, Session
+from perfsuite.prepare.models import PythonModel
 from perfsuite.prepare.quantize import Quantizer
 
 
@@ -56,6 +58,21 @@ class FakeBackend(Backend):
 FAKE8 = Quantizer()  # the fp32 file, run as is
 
 
+def _relu_model():
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 8])
+    y = helper.make_tensor_value_info("output", TensorProto.FLOAT, ["N", 8])
+    graph = helper.make_graph([helper.make_node("Relu", ["input"], ["output"])], "relu", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    model.doc_string = "params=0 flops_per_item=8"
+    return model
+
+
+FAKE_MODEL = PythonModel(_relu_model, input_shape=lambda params: (8,))
+
+
 class FakeExecutor(InProcess):
     name = "fake"
     closed = 0
@@ -75,13 +92,16 @@ fake8 = {MODULE}:FAKE8
 
 [perfsuite.executors]
 fake = {MODULE}:FakeExecutor
+
+[perfsuite.models]
+fake_relu = {MODULE}:FAKE_MODEL
 """
 
 
 @pytest.fixture
 def fake_package(tmp_path, monkeypatch, request):
     """The fake package installed on sys.path; the registries as they were afterwards."""
-    registries = (BACKENDS, QUANTIZERS, EXECUTORS)
+    registries = (BACKENDS, QUANTIZERS, EXECUTORS, MODELS)
     before = [dict(r) for r in registries]
 
     def restore():  # before monkeypatch takes the path away again
@@ -163,3 +183,27 @@ def test_unknown_names_list_what_is_registered():
         get_executor("nope")
     with pytest.raises(ValueError, match="unknown framework 'nope'; choose one of .*onnxruntime"):
         get_backend("nope")
+
+
+def test_a_model_from_entry_points_is_planned_and_reaches_a_spawned_worker(fake_package, tmp_path):
+    """Another package's model, through the perfsuite.models group: no file of perfsuite's
+    is touched, and a fresh worker process finds it by its entry point."""
+    assert "fake_relu" in MODELS and runtime_extensions() == []
+    profile = make_profile("fake", {
+        "models": ["fake_relu"], "frameworks": ["onnxruntime"], "precisions": ["fp32"],
+        "threads": ["1"], "numa_nodes": ["none"], "batch": [2], "mode": ["latency"],
+        "min_time": 0.02, "min_samples": 5, "warmup_time": 0.0, "warmup_calls": 1,
+        "timeout": 120, "kernels": False, "sessions": 1,
+    })  # fmt: skip
+    out = tmp_path / "runs"
+    session = PerfSession(profile, out, read_topology("/"), _fingerprint(), executor="worker",
+                          baselines=tmp_path / "baselines")  # fmt: skip
+    try:
+        (point,) = session.points()
+        session.run(point)
+    finally:
+        session.close()
+    (rec,) = _records(out).values()
+    assert rec["status"] == "ok", rec.get("error_detail")
+    assert rec["id"] == "fake_relu-onnxruntime-fp32-t1-unbound-b2" and rec["isolation"] == "worker"
+    assert rec["model"]["flops_per_item"] == 8
