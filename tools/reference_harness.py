@@ -35,7 +35,7 @@ def model_file(model: str, precision: str, framework: str) -> str:
 def batch_of_one(model: str) -> np.ndarray:
     from perfsuite.prepare import models
 
-    shape = (1, *models.get(model).input_shape)
+    shape = (1, *models.get(model).image[1])  # the zoo's one float input
     return np.random.default_rng(0).standard_normal(shape).astype(np.float32)
 
 

@@ -16,10 +16,10 @@ from perfsuite.prepare.backends import BACKENDS
 from perfsuite.prepare.models import files
 from perfsuite.records import ModelSpec
 from perfsuite.sweep.declared import load_models
-from perfsuite.sweep.plan import skip_reason
+from perfsuite.sweep.plan import PlanError, skip_reason
 from perfsuite.text import finite_json
 
-INPUT_ERRORS: tuple[type[Exception], ...] = (files.ModelError,)
+INPUT_ERRORS: tuple[type[Exception], ...] = (files.ModelError, PlanError)
 
 
 def _declare(args) -> list[ModelSpec]:

@@ -4,22 +4,19 @@ replace the profile's models). Each is registered by name (``prepare.models.decl
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 from perfsuite.prepare import models
 from perfsuite.prepare.models import files
 from perfsuite.prepare.models.files import ModelError, spec_from_path, spec_from_table
 from perfsuite.records import ModelSpec
+from perfsuite.sweep.plan import read_toml
 
 
 def _tables(path: Path | None, pyproject: bool) -> dict:
     if path is None or not Path(path).is_file():
         return {}
-    try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ModelError(f"{path}: {exc}") from None
+    data = read_toml(path)  # a bad file: the PlanError the profiles would give
     tables = data.get("tool", {}).get("perfsuite", {}) if pyproject else data
     found = tables.get("models", {})
     if not isinstance(found, dict):

@@ -158,7 +158,7 @@ def _choices(what: str, values, valid) -> None:
         raise PlanError(f"unknown {what} {', '.join(map(repr, bad))}; valid: {', '.join(valid)}")
 
 
-def _toml(path) -> dict:
+def read_toml(path) -> dict:
     try:
         return tomllib.loads(Path(path).read_text())
     except OSError as exc:
@@ -174,10 +174,10 @@ def load_profiles(pyproject: Path | None = None, user_file: Path | None = None) 
     profiles = {k: dict(v) for k, v in tomllib.loads(text).items()}
     layers = []
     if pyproject is not None and pyproject.is_file():
-        data = _toml(pyproject)
+        data = read_toml(pyproject)
         layers.append((pyproject, data.get("tool", {}).get("perfsuite", {}).get("profiles", {})))
     if user_file is not None:
-        user = _toml(user_file)
+        user = read_toml(user_file)
         user.pop("models", None)  # [models.NAME]: declared models (sweep.declared), no profile
         layers.append((user_file, user))
     for source, layer in layers:
