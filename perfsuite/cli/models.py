@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 from perfsuite.cli import EXIT_OK, add_verb
+from perfsuite.execute.crosscheck import crosscheck
+from perfsuite.execute.isolation import WorkerError
 from perfsuite.kernels import cpu_features
-from perfsuite.options import dims_pairs
+from perfsuite.options import dims_pairs, positive_int
 from perfsuite.prepare import models, quantize
 from perfsuite.prepare.backends import BACKENDS
 from perfsuite.prepare.models import files
@@ -19,7 +21,7 @@ from perfsuite.sweep.declared import load_models
 from perfsuite.sweep.plan import PlanError, skip_reason
 from perfsuite.text import finite_json
 
-INPUT_ERRORS: tuple[type[Exception], ...] = (files.ModelError, PlanError)
+INPUT_ERRORS: tuple[type[Exception], ...] = (files.ModelError, PlanError, WorkerError)
 
 
 def _declare(args) -> list[ModelSpec]:
@@ -79,6 +81,33 @@ def cmd_inspect(args) -> int:
     return EXIT_OK
 
 
+def cmd_crosscheck(args) -> int:
+    _declare(args)
+    got = crosscheck(args.model, args.threads, args.batch, args.time, args.turns)
+    about = {
+        "point": got.point, "perfsuite_ips": got.perfsuite_ips,
+        "benchmark_app_ips": got.benchmark_app_ips, "ratio": got.ratio,
+        "perfsuite_settings": got.perfsuite_settings,
+        "benchmark_app_settings": got.benchmark_app_settings, "benchmark_app": got.command,
+    }  # fmt: skip
+    if args.json:
+        print(finite_json(about, indent=2))
+        return EXIT_OK
+    ours = ", ".join(f"{x:.1f}" for x in got.perfsuite_ips)
+    theirs = ", ".join(f"{x:.1f}" for x in got.benchmark_app_ips)
+    print(f"{got.point}, {args.turns} turns of {args.time:g} s each:")
+    print(f"  perfsuite      {ours} items/s  ({_settings(got.perfsuite_settings)})")
+    print(f"  benchmark_app  {theirs} FPS  ({_settings(got.benchmark_app_settings)})")
+    print(f"  perfsuite / benchmark_app = {got.ratio:.2f} (medians)")
+    print("  " + " ".join(got.command))
+    return EXIT_OK
+
+
+def _settings(settings: dict) -> str:
+    keys = ("INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS", "NUM_STREAMS", "PERFORMANCE_HINT")
+    return ", ".join(f"{k}={settings[k]}" for k in keys if k in settings)
+
+
 def _shape(shape) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
@@ -107,11 +136,26 @@ def add_parser(subparsers) -> None:
     for name, func, text in (
         ("list", cmd_list, "the models a run can measure, and where each comes from"),
         ("inspect", cmd_inspect, "a model's inputs, outputs, operators, size and runnability"),
+        (
+            "crosscheck",
+            cmd_crosscheck,
+            "perfsuite's OpenVINO fp32 figure against benchmark_app "
+            "on the same model, shapes, threads and precision, in turns",
+        ),
     ):
         q = sub.add_parser(name, help=text)
         q.add_argument("--config", type=Path, help="TOML file with [models.NAME] tables")
         if name == "inspect":
             q.add_argument("model", help="a model name, or an .onnx / IR .xml / exported folder")
             q.add_argument("--dims", type=dims_pairs, help="symbolic dimensions: name=N,...")
+        if name == "crosscheck":
+            q.add_argument("model", help="a model name (built in or declared)")
+            q.add_argument("--threads", type=positive_int, default=1, help="(default: 1)")
+            q.add_argument("--batch", type=positive_int, default=1, help="(default: 1)")
+            q.add_argument("--time", type=positive_int, default=3,
+                           help="whole seconds per side and turn, as benchmark_app -t takes "
+                           "(default: 3)")  # fmt: skip
+            q.add_argument("--turns", type=positive_int, default=2, help="(default: 2)")
+        if name != "list":
             q.add_argument("--json", action="store_true", help="machine-readable output")
         q.set_defaults(func=func)

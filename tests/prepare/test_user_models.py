@@ -259,3 +259,17 @@ def test_declared_models_run_on_both_frameworks_at_fp32_and_int8_with_the_accura
     (baseline,) = (tmp_path / "b").glob("*/user.json")
     saved = records.load_baseline(json.loads(baseline.read_text()))
     assert {str(p) for p in saved.entries} >= set(ok)  # gated from now on under its own name
+
+
+def test_the_crosscheck_pins_benchmark_app_to_the_same_precision_and_threads(capsys):
+    """Both figures, their ratio and each side's effective settings (benchmark_app's own
+    default precision on a BF16 CPU is bf16: the cross-check pins f32 and one thread)."""
+    assert main(["models", "crosscheck", "small_cnn", "--time", "1", "--turns", "1",
+                 "--json"]) == 0  # fmt: skip
+    got = json.loads(capsys.readouterr().out)
+    assert got["point"] == "small_cnn-openvino-fp32-t1-unbound-b1"
+    assert got["perfsuite_ips"][0] > 0 and got["benchmark_app_ips"][0] > 0 and got["ratio"] > 0
+    assert "float32" in got["benchmark_app_settings"]["INFERENCE_PRECISION_HINT"]
+    assert got["benchmark_app_settings"]["INFERENCE_NUM_THREADS"] == "1"
+    assert "float32" in got["perfsuite_settings"]["INFERENCE_PRECISION_HINT"]
+    assert "-infer_precision" in got["benchmark_app"] and "input[1,3,32,32]" in got["benchmark_app"]
