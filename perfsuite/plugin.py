@@ -48,7 +48,7 @@ def pytest_configure(config):
             pyproject, o("perf_config"), o("perf_model"), o("perf_dims"), overrides
         )
         profile = select_profile(load_profiles(pyproject, o("perf_config")), name, overrides)
-        check_declared(profile.models)
+        check_declared(profile.models, max(profile.batch))
         problem = kernels.forced_isa_problem()  # else 'unavailable' in every record's fingerprint
         if problem:
             raise pytest.UsageError(f"perfsuite: {problem}")

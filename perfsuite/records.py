@@ -368,7 +368,7 @@ class ModelSpec(_Record):
     path: str  # absolute: an .onnx file or an IR .xml (an exported folder's, resolved)
     format: ModelFormat
     dims: dict[str, Annotated[int, Field(ge=1)]] = {}
-    batch_dim: str = "batch"  # the symbolic dimension the profile's batch sets
+    batch_dim: str | None = None  # the dimension the profile's batch sets (None: a symbolic axis 0)
     inputs: dict[str, InputRule] = {}
     data: str | None = None  # .npz keyed by input name, first axis = samples
     calibration: str | None = None  # .npz like data, for quantize_static and NNCF

@@ -68,7 +68,7 @@ def cmd_ab(args) -> int:
         profile = select_profile(
             load_profiles(Path("pyproject.toml"), args.config), args.profile, overrides
         )
-        check_declared(profile.models)
+        check_declared(profile.models, max(profile.batch))
         cfg = GateConfig(threshold=args.threshold, alpha=args.alpha)
         check_writable_dir(args.out, "--out")
     except (ValueError, PlanError, NotWritable) as exc:

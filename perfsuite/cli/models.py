@@ -14,14 +14,15 @@ from perfsuite.execute.isolation import WorkerError
 from perfsuite.kernels import cpu_features
 from perfsuite.options import dims_pairs, positive_int
 from perfsuite.prepare import models, quantize
-from perfsuite.prepare.backends import BACKENDS
+from perfsuite.prepare.backends import BACKENDS, BackendError
 from perfsuite.prepare.models import files
 from perfsuite.records import ModelSpec
 from perfsuite.sweep.declared import load_models
-from perfsuite.sweep.plan import PlanError, skip_reason
+from perfsuite.sweep.plan import skip_reason
 from perfsuite.text import finite_json
 
-INPUT_ERRORS: tuple[type[Exception], ...] = (files.ModelError, PlanError, WorkerError)
+# a bad name, file or setting; a backend that cannot load the file
+INPUT_ERRORS: tuple[type[Exception], ...] = (ValueError, WorkerError, BackendError)
 
 
 def _declare(args) -> list[ModelSpec]:
@@ -63,6 +64,8 @@ def _spec(args) -> ModelSpec:
 
 def cmd_inspect(args) -> int:
     spec = _spec(args)
+    if args.dims:
+        files.check_dims(spec, files.signature(spec))
     about = files.describe(spec)
     models.declare(spec)  # this process only: the plan asks the registry for its format
     unavailable = {n: b.unavailable() for n, b in BACKENDS.items()}

@@ -62,7 +62,10 @@ def benchmark_app_command(path: Path, inputs: dict, threads: int, seconds: int, 
 
 
 def run_benchmark_app(cmd: list[str], timeout: float) -> tuple[float, dict]:
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise WorkerError(f"benchmark_app did not finish in {timeout:g} s") from None
     found = THROUGHPUT.search(done.stdout)
     if done.returncode != 0 or found is None:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -86,11 +89,14 @@ def crosscheck(
     with tempfile.TemporaryDirectory(prefix="perfsuite-crosscheck-") as tmp:
         cmd = benchmark_app_command(model.path, model.inputs(batch), threads, seconds, Path(tmp))
         out.command = cmd
-        for _ in range(turns):
-            measured = records.Measurement.model_validate(run_point(point, protocol))
-            out.perfsuite_ips.append(measured.stats.throughput_ips)
-            out.perfsuite_settings = dict(measured.settings)
-            fps, settings = run_benchmark_app(cmd, timeout=seconds * 10 + 120)
-            out.benchmark_app_ips.append(fps * 1.0)
-            out.benchmark_app_settings = settings
+        for turn in range(turns):
+            for side in ("ours", "theirs") if turn % 2 == 0 else ("theirs", "ours"):  # no side
+                if side == "ours":  # always first in the host's warmer or quieter moment
+                    measured = records.Measurement.model_validate(run_point(point, protocol))
+                    out.perfsuite_ips.append(measured.stats.throughput_ips)
+                    out.perfsuite_settings = dict(measured.settings)
+                else:
+                    fps, settings = run_benchmark_app(cmd, timeout=seconds * 10 + 120)
+                    out.benchmark_app_ips.append(fps)
+                    out.benchmark_app_settings = settings
     return out

@@ -137,7 +137,8 @@ def run(points: list[Point], protocol: MeasureProtocol, a: Arm, b: Arm, rounds: 
         for p in points:
             if p.id in out.errors:
                 continue
-            how = protocol.model_copy(update={"model": models.declared(p.model)})
+            spec = models.declared(p.model)  # set only for a file: an older B reads the rest
+            how = protocol.model_copy(update={"model": spec}) if spec else protocol
             try:
                 if turns:
                     got = measure_turns(a, b, p, how, turns, turn_s, r, timeout)

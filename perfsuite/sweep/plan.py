@@ -21,6 +21,7 @@ from perfsuite.prepare import (
     quantize,  # quantize.PRECISIONS: read on each use (entry points)
 )
 from perfsuite.prepare.backends import BACKENDS, get_backend
+from perfsuite.prepare.models import files
 from perfsuite.prepare.models import names as model_names
 from perfsuite.records import (
     SPARK_PATTERNS,
@@ -101,8 +102,11 @@ class Profile:
         return asdict(self)
 
     def bound_ms(self, model: str) -> float:
-        """The server scenario's p99 latency bound for ``model``."""
-        return dict(self.latency_bound_ms).get(model, MLPERF_BOUNDS_MS.get(model, 15.0))
+        """The server scenario's p99 latency bound for ``model``: the profile's, else a
+        declared model's own, else MLPerf's."""
+        spec = models.declared(model)
+        own = spec.latency_bound_ms if spec else None
+        return dict(self.latency_bound_ms).get(model) or own or MLPERF_BOUNDS_MS.get(model, 15.0)
 
     def loadgen(self, model: str) -> LoadGenSettings:
         """What a LoadGen point runs with (``perfsuite.serve.ScenarioSettings`` and the
@@ -282,6 +286,8 @@ def make_profile(name: str, raw: dict) -> Profile:
         if not value:
             raise PlanError(f"profile {name!r}: {key} is empty")
         lists[key] = tuple(str(v) for v in value)
+    if paths := [m for m in lists["models"] if m.endswith((".onnx", ".xml")) or "/" in m]:
+        raise PlanError(f"models: {paths[0]!r} is a file; name files with --perf-model PATH")
     _choices("model", lists["models"], model_names() + list(llm.MODELS))
     _choices("framework", lists["frameworks"], list(BACKENDS))
     _choices("precision", lists["precisions"], _union(quantize.PRECISIONS, llm.PRECISIONS))
@@ -407,9 +413,8 @@ def expand(
         candidates += _spark_points(profile, model, node, cores, unavailable)
         for p in candidates:
             no_loadgen = unavailable.get("loadgen") if mode_kind(p.mode) == "loadgen" else None
-            skip = (
-                p.skip or node_skip or no_loadgen or skip_reason(model, fw, prec, unavailable, bf16)
-            )
+            why = skip_reason(model, fw, prec, unavailable, bf16) or _fixed_batch(model, p.batch)
+            skip = p.skip or node_skip or no_loadgen or why
             p = p.but(framework=fw, precision=prec, skip=skip)
             points.setdefault(p.id, p)
     for extra in profile.also:
@@ -518,6 +523,12 @@ def skip_reason(model, fw, prec, unavailable, bf16) -> str | None:
         or get_backend(fw).why_not(prec)
         or no_bf16
     )
+
+
+def _fixed_batch(model: str, batch: int) -> str | None:
+    """Why a declared file cannot take ``batch`` (its first axis is fixed), or None."""
+    spec = models.declared(model)
+    return files.batch_problem(spec, batch) if spec else None
 
 
 def _no_format(model: str, fw: str, prec: str) -> str | None:

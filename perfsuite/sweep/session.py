@@ -19,9 +19,8 @@ from perfsuite.host.provenance import provenance
 from perfsuite.host.topology import read_topology
 from perfsuite.kernels import cpu_features
 from perfsuite.prepare import accuracy, cache, models, quantize
-from perfsuite.prepare.backends import BACKENDS, BackendError, software_versions
-from perfsuite.prepare.models import ModelError
-from perfsuite.records import Fingerprint, Unsupported, mode_kind
+from perfsuite.prepare.backends import BACKENDS, software_versions
+from perfsuite.records import Fingerprint, mode_kind
 from perfsuite.store import Store, open_store
 from perfsuite.store.files import RunDir
 from perfsuite.sweep.plan import Point, Profile, article_threads, expand, l3_mb_of, require_points
@@ -90,12 +89,18 @@ class PerfSession:
         if point.precision == "fp32":
             return None
         key = (point.model, point.framework, point.precision)
+        if isinstance(self.gates.get(key), Exception):  # failed once: not again per point
+            raise self.gates[key]
         if key not in self.gates and point.model in llm.MODELS:
             self.gates[key] = llm_accuracy(*key)
         if key not in self.gates:
-            model = models.get(point.model)
-            variant = quantize.prepare(model, point.precision, point.framework)
-            self.gates[key] = accuracy.evaluate(model, variant, point.framework)
+            try:
+                model = models.get(point.model)
+                variant = quantize.prepare(model, point.precision, point.framework)
+                self.gates[key] = accuracy.evaluate(model, variant, point.framework)
+            except Exception as exc:
+                self.gates[key] = exc
+                raise
         return self.gates[key]
 
     def run(self, point: Point, *, keep: bool = True) -> records.Result:
@@ -110,8 +115,9 @@ class PerfSession:
         marks = {} if keep else {"remeasure": True}
         try:
             gate = self.gate(point)
-        except (ModelError, BackendError, Unsupported) as exc:  # the model, not the measuring
-            gate, marks = None, marks | {"status": "error", "error": str(exc).splitlines()[0]}
+        except Exception as exc:  # quantizing or checking the model, not measuring it
+            why = f"{exc.__class__.__name__}: {exc}".splitlines()[0]
+            gate, marks = None, marks | {"status": "error", "error": why}
         head = records.ResultHead(
             schema=records.RESULT, id=point.id, point=point, software=software, status="ok",
             hardware_class=self.fingerprint.hardware_class, timestamp=time.time(), error=None,
@@ -153,12 +159,6 @@ class PerfSession:
             if not keep:  # a confirmation re-measure must not overwrite the run's logs
                 where = where / f"remeasure-{time.time_ns()}"
             loadgen = self.profile.loadgen(point.model)
-            if (
-                spec
-                and spec.latency_bound_ms
-                and point.model not in dict(self.profile.latency_bound_ms)
-            ):
-                loadgen = loadgen.model_copy(update={"latency_bound_ms": spec.latency_bound_ms})
             protocol = protocol.model_copy(update={"loadgen": loadgen, "log_dir": str(where)})
         return protocol
 

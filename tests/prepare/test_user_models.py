@@ -20,7 +20,7 @@ from perfsuite.prepare.models import files
 from perfsuite.prepare.models.registry import MODELS
 from perfsuite.sweep.declared import ModelError, check_declared, declare_for_run, load_models
 from perfsuite.sweep.finish import FinishOptions, finish
-from perfsuite.sweep.plan import load_profiles, make_profile
+from perfsuite.sweep.plan import expand, load_profiles, make_profile
 from perfsuite.sweep.session import PerfSession
 
 pytest.importorskip("onnxruntime")
@@ -154,6 +154,14 @@ def _broken(folder, tmp_path, what: str):
     if what == "more memory than the host has":
         text = enc % str(src) + "dims = { sequence = 4000000000000 }\n" + good_rules
         return text, "GiB; this host has"
+    if what == "a built-in model's name":
+        return f"[models.resnet50]\npath = {str(src)!r}\n", "a built-in model has that name"
+    if what == "dims for the batch":
+        text = enc % str(src) + "dims = { sequence = 8, batch = 4 }\n" + good_rules
+        return text, "dims.batch: batch is the batch dimension"
+    if what == "a precision in the options":
+        text = enc % str(src) + 'options.openvino = { precision_hint = "bf16" }\n'
+        return text, "options.openvino.precision_hint: the precision is the point's"
     if what == "unknown key":
         return enc % str(src) + "shapes = 1\n", "models.m: unknown key 'shapes'"
     raise AssertionError(what)
@@ -162,7 +170,8 @@ def _broken(folder, tmp_path, what: str):
 BAD = ["missing file", "truncated", "missing external data", "IR without .bin",
        "no value for a dimension", "a dimension the model does not have",
        "integer input without a range", "npz without an input", "npz of the wrong dtype",
-       "npz of the wrong shape", "more memory than the host has", "unknown key"]  # fmt: skip
+       "npz of the wrong shape", "more memory than the host has", "unknown key",
+       "a built-in model's name", "dims for the batch", "a precision in the options"]  # fmt: skip
 
 
 @pytest.mark.parametrize("what", BAD)
@@ -171,7 +180,7 @@ def test_every_bad_input_is_one_line_before_anything_is_measured(folder, tmp_pat
     with pytest.raises(ModelError) as error:
         _declare(tmp_path, text)
     assert line in str(error.value) and "\n" not in str(error.value)
-    assert "'m'" in str(error.value) or "models.m" in str(error.value)  # names the model
+    assert any(name in str(error.value) for name in ("'m'", "models.m", "'resnet50'"))
 
 
 def test_a_bad_model_file_is_exit_2_on_the_command_line(tmp_path, capsys, registry):
@@ -273,3 +282,34 @@ def test_the_crosscheck_pins_benchmark_app_to_the_same_precision_and_threads(cap
     assert got["benchmark_app_settings"]["INFERENCE_NUM_THREADS"] == "1"
     assert "float32" in got["perfsuite_settings"]["INFERENCE_PRECISION_HINT"]
     assert "-infer_precision" in got["benchmark_app"] and "input[1,3,32,32]" in got["benchmark_app"]
+
+
+def test_a_file_with_a_fixed_batch_skips_other_batches_and_dims_go_to_the_files_that_have_them(
+    folder, tmp_path, registry
+):
+    from onnx import TensorProto, helper, save
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "fixed", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    save(model, str(tmp_path / "fixed.onnx"))
+    paths = [str(tmp_path / "fixed.onnx"), str(folder / "cnn")]
+    overrides = declare_for_run(None, None, paths, None, {})
+    assert overrides["models"] == ["fixed", "cnn"]
+    profile = make_profile("user", {
+        "models": overrides["models"], "frameworks": ["openvino"], "precisions": ["fp32"],
+        "threads": ["1"], "numa_nodes": ["none"], "batch": [1, 2], "mode": ["latency"],
+        "min_time": 0.05, "min_samples": 5, "warmup_time": 0.0, "warmup_calls": 1,
+        "timeout": 300, "kernels": False, "sessions": 1,
+    })  # fmt: skip
+    skips = {p.id: p.skip for p in expand(profile, read_topology("/"))}
+    assert (
+        "fixed first dimension of 1: batch 2 cannot run"
+        in skips["fixed-openvino-fp32-t1-unbound-b2"]
+    )
+    assert skips["fixed-openvino-fp32-t1-unbound-b1"] is None
+    assert skips["cnn-openvino-fp32-t1-unbound-b2"] is None
+    with pytest.raises(ModelError, match="--perf-dims width: no --perf-model file has that"):
+        declare_for_run(None, None, paths, {"width": 3}, {})

@@ -13,6 +13,7 @@ import numpy as np
 from perfsuite.records import InputRule, ModelInput
 
 CALIBRATION_SEED = 1234
+CALIBRATION_ROWS = 128  # of a user's calibration data: quantize_static and NNCF take them all
 EVALUATION_SEED = 99
 
 
@@ -27,14 +28,29 @@ class Evaluation:
     batch: int  # run in batches of this size (one static batch for OpenVINO)
 
 
-def shape_of(inp: ModelInput, batch: int, dims: Mapping[str, int], batch_dim: str) -> tuple:
+def is_batch(d: int | str, axis: int, batch_dim: str | None) -> bool:
+    """Whether dimension ``d`` at ``axis`` is the batch: the one named ``batch_dim``, else a
+    symbolic first axis (``batch``, ``batch_size``, ``N``, unnamed: exporters differ)."""
+    if not isinstance(d, str):
+        return False
+    return d == batch_dim if batch_dim is not None else axis == 0
+
+
+def shape_of(
+    inp: ModelInput, batch: int, dims: Mapping[str, int], batch_dim: str | None = None
+) -> tuple:
     """The concrete shape of ``inp`` at ``batch``; a symbolic dimension with no value is a
-    FeedError, never 1."""
+    FeedError, never 1, and so is a batch a fixed first axis cannot take."""
     out = []
     for axis, d in enumerate(inp.shape):
         if isinstance(d, int):
+            if axis == 0 and batch_dim is None and batch > 1 and d != batch:
+                raise FeedError(
+                    f"input {inp.name!r} has a fixed first dimension of {d}: batch {batch} "
+                    "cannot run (export the model with a dynamic batch)"
+                )
             out.append(d)
-        elif d == batch_dim or (axis == 0 and d in ("?", "N")):
+        elif is_batch(d, axis, batch_dim):
             out.append(batch)
         elif d in dims:
             out.append(dims[d])
@@ -55,7 +71,7 @@ class Synthetic:
     inputs: tuple[ModelInput, ...]
     rules: Mapping[str, InputRule] = field(default_factory=dict)
     dims: Mapping[str, int] = field(default_factory=dict)
-    batch_dim: str = "batch"
+    batch_dim: str | None = None
     samples: int = 32  # calibration and evaluation samples
     calibration_data: Mapping[str, np.ndarray] | None = None  # given: calibrate on these
 
@@ -97,7 +113,7 @@ class Synthetic:
 
     def calibration(self) -> list[dict[str, np.ndarray]]:
         if self.calibration_data is not None:
-            return _rows(self.calibration_data)
+            return _rows({k: v[:CALIBRATION_ROWS] for k, v in self.calibration_data.items()})
         return _rows(self.batch(self.samples, CALIBRATION_SEED))
 
     def evaluation(self) -> Evaluation:
@@ -113,7 +129,7 @@ class Arrays:
     data: Mapping[str, np.ndarray]
     labels: np.ndarray | None = None
     calibration_data: Mapping[str, np.ndarray] | None = None
-    calibration_count: int = 128
+    calibration_count: int = CALIBRATION_ROWS
 
     def batch(self, batch: int = 1, seed: int = 0) -> dict[str, np.ndarray]:
         n = len(next(iter(self.data.values())))

@@ -5,30 +5,24 @@ the model and what is wrong, found before anything is measured."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import psutil
 from pydantic import ValidationError
 
+from perfsuite.prepare.cache import file_sha256
 from perfsuite.prepare.models.built import BuiltModel
-from perfsuite.prepare.models.feeds import Arrays, FeedError, Synthetic, shape_of
+from perfsuite.prepare.models.feeds import Arrays, FeedError, Synthetic, is_batch, shape_of
 from perfsuite.records import ModelInput, ModelSpec, one_line
 
 # what optimum's exporters write into a folder (ONNX first: every framework runs it)
 FOLDER_FILES = ("model.onnx", "openvino_model.xml")
-KEYS = {
-    "path",
-    "dims",
-    "batch_dim",
-    "inputs",
-    "data",
-    "calibration",
-    "labels",
-    "latency_bound_ms",
-    "options",
-}
+KEYS = set(ModelSpec.model_fields) - {"name", "format"}  # a [models.NAME] table's
 # inputs bigger than this share of the available memory are refused before a session opens
 MEMORY_SHARE = 0.5
 
@@ -93,48 +87,67 @@ def resolve(name: str, path: Path) -> tuple[Path, str]:
 
 
 def signature(spec: ModelSpec) -> tuple[ModelInput, ...]:
-    return _onnx_signature(spec) if spec.format == "onnx" else _ir_signature(spec)
+    return _read(spec).inputs
 
 
-def _onnx(spec: ModelSpec):
-    import onnx  # heavy optional dependency: only reading a model needs it
+@dataclass(frozen=True)
+class _Read:
+    """What perfsuite reads of a file once (per content: ``_read`` is memoised)."""
 
+    inputs: tuple[ModelInput, ...]
+    outputs: tuple[ModelInput, ...]
+    ops: tuple[str, ...]
+    opsets: dict
+    params: int
+    weight_bytes: int
+    companions: tuple[str, ...]  # files beside it that hold its weights
+
+
+def _read(spec: ModelSpec) -> _Read:
+    stat = os.stat(spec.path)
+    return _read_once(spec.name, spec.path, spec.format, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _read_once(name: str, path: str, fmt: str, size: int, mtime_ns: int) -> _Read:
+    spec = ModelSpec(name=name, path=path, format=fmt)
+    return _read_onnx(spec) if fmt == "onnx" else _read_ir(spec)
+
+
+def _heavy(spec: ModelSpec, module: str):
     try:
-        model = onnx.load(spec.path, load_external_data=False)
-    except Exception as exc:
-        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(
-            f"model {spec.name!r}: {spec.path} is not a readable ONNX file (truncated?): {why}"
-        ) from None
-    if not model.graph.node:
-        raise ModelError(f"model {spec.name!r}: {spec.path} has no graph (truncated?)")
-    folder = Path(spec.path).parent
-    for t in model.graph.initializer:
-        if t.data_location == onnx.TensorProto.EXTERNAL:
-            where = {e.key: e.value for e in t.external_data}.get("location", "")
-            if not (folder / where).is_file():
-                raise ModelError(
-                    f"model {spec.name!r}: external data file {where!r} of "
-                    f"initializer {t.name!r} is missing beside {spec.path}"
-                )
-    return model
+        return importlib.import_module(module)  # optional dependency: only reading needs it
+    except ImportError:
+        raise ModelError(f"model {spec.name!r}: reading it needs {module} "
+                         "(pip install 'perfsuite[frameworks]')") from None  # fmt: skip
 
 
-def _onnx_signature(spec: ModelSpec) -> tuple[ModelInput, ...]:
-    import onnx
+def _dtype(spec: ModelSpec, name: str, to_numpy) -> str:
+    try:
+        return np.dtype(to_numpy()).name
+    except Exception:
+        raise ModelError(f"model {spec.name!r}: tensor {name!r} has an element type perfsuite "
+                         "cannot feed (only numpy's: float, int, bool)") from None  # fmt: skip
 
-    graph = _onnx(spec).graph
-    weights = {t.name for t in graph.initializer}
-    out = []
-    for inp in (i for i in graph.input if i.name not in weights):
-        t = inp.type.tensor_type
-        dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type).name
-        shape = [
-            d.dim_value if d.HasField("dim_value") else d.dim_param or _unnamed(inp.name, axis)
-            for axis, d in enumerate(t.shape.dim)
-        ]
-        out.append(ModelInput(name=inp.name, dtype=dtype, shape=shape))
-    return tuple(out)
+
+def _onnx_tensor(spec: ModelSpec, onnx, value) -> ModelInput:
+    t = value.type.tensor_type
+    shape = [
+        d.dim_value if d.HasField("dim_value") else d.dim_param or _unnamed(value.name, axis)
+        for axis, d in enumerate(t.shape.dim)
+    ]
+    dtype = _dtype(spec, value.name, lambda: onnx.helper.tensor_dtype_to_np_dtype(t.elem_type))
+    return ModelInput(name=value.name, dtype=dtype, shape=shape)
+
+
+def _ir_port(spec: ModelSpec, port) -> ModelInput:
+    name = port.get_any_name()
+    shape = [
+        d.get_length() if d.is_static else _unnamed(name, axis)
+        for axis, d in enumerate(port.get_partial_shape())
+    ]
+    dtype = _dtype(spec, name, lambda: port.get_element_type().to_dtype())
+    return ModelInput(name=name, dtype=dtype, shape=shape)
 
 
 def _unnamed(name: str, axis: int) -> str:
@@ -142,53 +155,85 @@ def _unnamed(name: str, axis: int) -> str:
     return "?" if axis == 0 else f"{name}[{axis}]"
 
 
-def _ir(spec: ModelSpec):
-    import openvino as ov  # heavy optional dependency
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
+
+def _read_onnx(spec: ModelSpec) -> _Read:
+    onnx = _heavy(spec, "onnx")
     try:
-        return ov.Core().read_model(spec.path)
+        model = onnx.load(spec.path, load_external_data=False)
     except Exception as exc:
-        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(f"model {spec.name!r}: OpenVINO cannot read {spec.path}: {why}") from None
+        raise ModelError(f"model {spec.name!r}: {spec.path} is not a readable ONNX file "
+                         f"(truncated?): {_first_line(exc)}") from None  # fmt: skip
+    graph = model.graph
+    if not graph.node:
+        raise ModelError(f"model {spec.name!r}: {spec.path} has no graph (truncated?)")
+    folder = Path(spec.path).parent
+    external = set()
+    for t in graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            where = {e.key: e.value for e in t.external_data}.get("location", "")
+            external.add(where)
+            if not (folder / where).is_file():
+                raise ModelError(
+                    f"model {spec.name!r}: external data file {where!r} of "
+                    f"initializer {t.name!r} is missing beside {spec.path}"
+                )
+    weights = {t.name for t in graph.initializer}
+    tensors = [(int(np.prod(t.dims)), t.data_type) for t in graph.initializer]
+    real = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE)
+    floats = [(n, onnx.helper.tensor_dtype_to_np_dtype(k)) for n, k in tensors if k in real]
+    return _Read(
+        inputs=tuple(_onnx_tensor(spec, onnx, i) for i in graph.input if i.name not in weights),
+        outputs=tuple(_onnx_tensor(spec, onnx, o) for o in graph.output),
+        ops=tuple(n.op_type for n in graph.node),
+        opsets={o.domain or "ai.onnx": o.version for o in model.opset_import},
+        params=sum(n for n, _ in floats),
+        weight_bytes=sum(n * np.dtype(t).itemsize for n, t in floats),
+        companions=tuple(sorted(external)),
+    )
 
 
-def _ir_signature(spec: ModelSpec) -> tuple[ModelInput, ...]:
-    out = []
-    for inp in _ir(spec).inputs:
-        name = inp.get_any_name()
-        shape = [
-            d.get_length() if d.is_static else _unnamed(name, axis)
-            for axis, d in enumerate(inp.get_partial_shape())
-        ]
-        out.append(ModelInput(name=name, dtype=inp.get_element_type().to_dtype().name, shape=shape))
-    return tuple(out)
+def _read_ir(spec: ModelSpec) -> _Read:
+    ov = _heavy(spec, "openvino")
+    try:
+        model = ov.Core().read_model(spec.path)
+    except Exception as exc:
+        raise ModelError(
+            f"model {spec.name!r}: OpenVINO cannot read {spec.path}: {_first_line(exc)}"
+        ) from None
+    floats = []
+    for op in model.get_ops():
+        if op.get_type_name() == "Constant" and op.get_output_element_type(0).is_real():
+            n = int(np.prod(list(op.get_output_shape(0))))
+            floats.append((n, op.get_output_element_type(0).size))
+    return _Read(
+        inputs=tuple(_ir_port(spec, p) for p in model.inputs),
+        outputs=tuple(_ir_port(spec, p) for p in model.outputs),
+        ops=tuple(op.get_type_name() for op in model.get_ops()),
+        opsets={},
+        params=sum(n for n, _ in floats),
+        weight_bytes=sum(n * size for n, size in floats),
+        companions=(Path(spec.path).with_suffix(".bin").name,),
+    )
 
 
 def sizes(spec: ModelSpec) -> tuple[int, int]:
     """(parameters, weight bytes): the floating-point initializers or constants."""
-    if spec.format == "onnx":
-        import onnx
-
-        tensors = [
-            (int(np.prod(t.dims)), onnx.helper.tensor_dtype_to_np_dtype(t.data_type))
-            for t in _onnx(spec).graph.initializer
-        ]
-    else:
-        tensors = [
-            (
-                int(np.prod(list(op.get_output_shape(0)))),
-                op.get_output_element_type(0).to_dtype(),
-            )
-            for op in _ir(spec).get_ops()
-            if op.get_type_name() == "Constant"
-        ]
-    floats = [(n, np.dtype(t)) for n, t in tensors if np.issubdtype(np.dtype(t), np.floating)]
-    return sum(n for n, _ in floats), sum(n * t.itemsize for n, t in floats)
+    read = _read(spec)
+    return read.params, read.weight_bytes
 
 
-def _check_dims(spec: ModelSpec, sig: tuple[ModelInput, ...]) -> None:
+def check_dims(spec: ModelSpec, sig: tuple[ModelInput, ...]) -> None:
     symbolic = {d for inp in sig for d in inp.shape if isinstance(d, str)}
+    batch = {d for inp in sig for a, d in enumerate(inp.shape) if is_batch(d, a, spec.batch_dim)}
     for dim in spec.dims:
+        if dim in batch:
+            raise ModelError(
+                f"model {spec.name!r}: dims.{dim}: {dim} is the batch dimension; the profile's "
+                "batch (--perf-batch) sets it"
+            )
         if dim not in symbolic:
             names = ", ".join(sorted(symbolic)) or "none"
             raise ModelError(
@@ -297,16 +342,41 @@ def check_memory(spec: ModelSpec, sig: tuple[ModelInput, ...], batch: int) -> No
         )
 
 
-def build(spec: ModelSpec) -> BuiltModel:
-    """A declared file as a BuiltModel (its file is used where it is; nothing is copied)."""
+def batch_problem(spec: ModelSpec, batch: int) -> str | None:
+    """Why the file cannot run at ``batch`` (a fixed first axis), or None."""
+    for inp in signature(spec):
+        try:
+            shape_of(inp, batch, {d: 1 for d in inp.shape if isinstance(d, str)}, spec.batch_dim)
+        except FeedError as exc:
+            return f"model {spec.name!r}: {exc}"
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    return file_sha256(Path(path))
+
+
+def _contents(spec: ModelSpec) -> dict[str, str]:
+    """The digests of every file the model's variants are made from: the model, its weights
+    beside it (.bin, external data), its data and calibration arrays."""
+    model = Path(spec.path)
+    paths = [model, *(model.parent / c for c in _read(spec).companions)]
+    paths += [Path(p) for p in (spec.data, spec.calibration) if p]
+    return {p.name: _digest(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in paths}
+
+
+def build(spec: ModelSpec, batch: int = 1) -> BuiltModel:
+    """A declared file as a BuiltModel (its file is used where it is; nothing is copied);
+    ``batch``: the largest the run feeds it (its inputs must fit in memory)."""
     sig = signature(spec)
-    _check_dims(spec, sig)
+    check_dims(spec, sig)
     for inp in sig:
         _per_item(spec, inp)  # every symbolic dimension has a value
-    check_memory(spec, sig, 1)
+    check_memory(spec, sig, batch)
     params, weight_bytes = sizes(spec)
-    stat = os.stat(spec.path)
-    identity = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "spec": spec.model_dump_json()}
+    feeding = spec.model_dump(include={"dims", "batch_dim", "inputs"}, mode="json")
+    identity = {"files": _contents(spec), **feeding}
     return BuiltModel(
         spec.name,
         Path(spec.path),
@@ -323,45 +393,16 @@ def build(spec: ModelSpec) -> BuiltModel:
 def describe(spec: ModelSpec) -> dict:
     """What ``perfsuite models inspect`` shows of a file: inputs, outputs, opsets, the op
     histogram, parameters and weight bytes."""
-    if spec.format == "onnx":
-        import onnx
-
-        model = _onnx(spec)
-        outputs = [
-            ModelInput(
-                name=o.name,
-                dtype=onnx.helper.tensor_dtype_to_np_dtype(o.type.tensor_type.elem_type).name,
-                shape=[
-                    d.dim_value if d.HasField("dim_value") else d.dim_param or _unnamed(o.name, i)
-                    for i, d in enumerate(o.type.tensor_type.shape.dim)
-                ],
-            )
-            for o in model.graph.output
-        ]
-        ops = [n.op_type for n in model.graph.node]
-        opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
-    else:
-        model = _ir(spec)
-        outputs = [
-            ModelInput(
-                name=o.get_any_name(),
-                dtype=o.get_element_type().to_dtype().name,
-                shape=[d.get_length() if d.is_static else "?" for d in o.get_partial_shape()],
-            )
-            for o in model.outputs
-        ]
-        ops = [op.get_type_name() for op in model.get_ops()]
-        opsets = {}
-    params, weight_bytes = sizes(spec)
+    read = _read(spec)
     histogram: dict[str, int] = {}
-    for op in ops:
+    for op in read.ops:
         histogram[op] = histogram.get(op, 0) + 1
     return {
         "name": spec.name, "path": spec.path, "format": spec.format,
-        "inputs": [i.model_dump() for i in signature(spec)],
-        "outputs": [o.model_dump() for o in outputs],
-        "opsets": opsets,
+        "inputs": [i.model_dump() for i in read.inputs],
+        "outputs": [o.model_dump() for o in read.outputs],
+        "opsets": read.opsets,
         "ops": dict(sorted(histogram.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "params": params, "weight_bytes": weight_bytes,
+        "params": read.params, "weight_bytes": read.weight_bytes,
         "flops_per_item": None,  # not counted for a file perfsuite did not build
     }  # fmt: skip
