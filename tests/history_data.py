@@ -15,6 +15,13 @@ DAY = 86400.0
 T0 = 1.79e9  # 2026-09
 
 
+def host_fingerprint(host: str = "vm", hardware_class: str = "amd-zen4-2c-1n"):
+    """``fingerprint`` as the record the store and the gate take."""
+    from perfsuite.records import Fingerprint
+
+    return Fingerprint.model_validate(fingerprint(host, hardware_class))
+
+
 def fingerprint(host: str = "vm", hardware_class: str = "amd-zen4-2c-1n") -> dict:
     return {
         "hardware_class": hardware_class,

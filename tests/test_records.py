@@ -115,7 +115,7 @@ def test_a_nan_sample_cannot_hide_a_regression(tmp_path):
     rng = np.random.default_rng(1)
     base = rng.lognormal(0, 0.01, 50) * 0.01
     ok = records.load_result(result(samples=base))
-    b, *_ = store.save(tmp_path / "b", fingerprint(), "p", [ok])
+    b, *_ = store.save(tmp_path / "b", records.Fingerprint.model_validate(fingerprint()), "p", [ok])
     slow = list(base * 1.5)
     slow[7] = math.nan
     bad = result(samples=slow)
@@ -138,7 +138,12 @@ def _save_many(root: str, worker: int, count: int, start) -> None:
     start.wait()
     for i in range(count):
         pid = f"w{worker}n{i}-fw-fp32-t1-unbound-b1"
-        store.save(Path(root), fingerprint(), "p", [records.load_result(result(pid))])
+        store.save(
+            Path(root),
+            records.Fingerprint.model_validate(fingerprint()),
+            "p",
+            [records.load_result(result(pid))],
+        )
 
 
 def test_two_runs_saving_at_once_lose_nothing(tmp_path):

@@ -110,7 +110,7 @@ def _instructions(old, new: records.InstructionCounts | None, update: bool, now:
 
 def merged(
     old: records.Baseline | None,
-    fingerprint: records.Fingerprint | dict,
+    fingerprint: records.Fingerprint,
     profile: str,
     results: list[records.Result],
     *,
@@ -125,7 +125,6 @@ def merged(
     add_run: for existing entries, append this run's medians to the entry's run history (the
     gate learns the between-run noise from it); the samples kept are the more typical run's."""
     now = dt.datetime.now(dt.UTC).isoformat()
-    fingerprint = records.Fingerprint.model_validate(fingerprint)
     hw = fingerprint.hardware_class
     if old is not None and old.hardware_class != hw:
         raise BaselineError(
@@ -180,10 +179,16 @@ def merged(
     return baseline, added, existing
 
 
-def save(root: Path, fingerprint, profile: str, results: list[records.Result], **how) -> Saved:
+def save(
+    root: Path,
+    fingerprint: records.Fingerprint,
+    profile: str,
+    results: list[records.Result],
+    **how,
+) -> Saved:
     """Add ``results`` (status ok) to the baseline file under ``root``, holding its lock;
     ``how``: ``merged``'s update, add_run and instructions."""
-    path = path_for(root, records.Fingerprint.model_validate(fingerprint).hardware_class, profile)
+    path = path_for(root, fingerprint.hardware_class, profile)
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(path) + ".lock")
     t0 = time.monotonic()

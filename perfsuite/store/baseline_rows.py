@@ -29,11 +29,11 @@ class BaselineRows(Database):
 
     @retrying
     def save_baseline(
-        self, fingerprint: records.Fingerprint | dict, profile: str, results, **how
+        self, fingerprint: records.Fingerprint, profile: str, results, **how
     ) -> Saved:
         """``baseline.merged`` in one transaction that holds the write lock (SQLite: BEGIN
         IMMEDIATE; PostgreSQL: an advisory lock), so two runs saving take turns."""
-        hw = records.Fingerprint.model_validate(fingerprint).hardware_class
+        hw = fingerprint.hardware_class
         where = self.baseline_location(hw, profile)
         with self.writer.begin() as conn:
             if conn.dialect.name == "postgresql":

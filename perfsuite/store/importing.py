@@ -111,7 +111,7 @@ class Importer(Database):
     def import_qualification(self, path: Path, data: dict) -> Imported:
         try:
             qualification = records.load_qualification(data, str(path))
-            fp = records.Fingerprint.model_validate(qualification.fingerprint)
+            fp = qualification.fingerprint
         except (records.RecordError, ValueError) as exc:
             raise StoreError(str(exc).splitlines()[0]) from None
         report = records.dump(qualification)

@@ -23,7 +23,7 @@ import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from history_data import T0, fingerprint, point_id, record, step_history
+from history_data import T0, host_fingerprint, point_id, record, step_history
 
 from perfsuite import records
 from perfsuite.cli import main
@@ -77,7 +77,7 @@ def _child(op: str, url: str, target: str, *args: str) -> None:
 
         os.replace = replace
         for i in range(SAVES):
-            baseline.save(Path(url), fingerprint(), "nightly", [_result(i)])
+            baseline.save(Path(url), host_fingerprint(), "nightly", [_result(i)])
             print("ok", flush=True)
         return
     store = HistoryStore(url)
@@ -92,7 +92,7 @@ def _child(op: str, url: str, target: str, *args: str) -> None:
             print("ok", flush=True)
     elif op == "baseline":
         for i in range(SAVES):
-            store.save_baseline(fingerprint(), "nightly", [_result(i)])
+            store.save_baseline(host_fingerprint(), "nightly", [_result(i)])
             print("ok", flush=True)
     print("done", flush=True)
 
@@ -227,7 +227,7 @@ def test_a_killed_database_baseline_save_keeps_the_old_document_or_the_new(store
     entries = sorted(saved.entries) if saved else []
     assert len(entries) == acked
     assert entries == sorted(point_id(i) for i in range(len(entries)))
-    store.save_baseline(fingerprint(), "nightly", [_result(SAVES)])  # no lock left behind
+    store.save_baseline(host_fingerprint(), "nightly", [_result(SAVES)])  # no lock left behind
     assert len(store.load_baseline("amd-zen4-2c-1n", "nightly").entries) == len(entries) + 1
 
 
@@ -240,7 +240,7 @@ def test_a_killed_file_baseline_save_keeps_the_old_file_or_the_new(tmp_path, see
     assert len(entries) == acked  # the rename had not happened: the old document
     assert entries == sorted(point_id(i) for i in range(acked))
     start = time.monotonic()  # the dead writer's lock is not held: the next save goes at once
-    saved = baseline.save(root, fingerprint(), "nightly", [_result(SAVES)])
+    saved = baseline.save(root, host_fingerprint(), "nightly", [_result(SAVES)])
     assert time.monotonic() - start < 5 and saved.waited_s < 1
     assert len(baseline.load(path).entries) == acked + 1
 

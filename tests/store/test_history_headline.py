@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sqlalchemy as sa
-from history_data import DAY, T0, fingerprint, point_id, record
+from history_data import DAY, T0, fingerprint, host_fingerprint, point_id, record
 
 from perfsuite import records
 from perfsuite.history.gate import gate_history
@@ -69,7 +69,7 @@ def test_a_baseline_in_the_database_keeps_its_entries_headlines(store_url):
     """Baselines are stored as whole documents (JSON): an entry's headline goes with it."""
     store = HistoryStore(store_url)
     base = run(0, {SERVER: (0.010, rate(99.0)), PLAIN: (0.010, None)})
-    store.save_baseline(fingerprint(), "nightly", base.results)
+    store.save_baseline(host_fingerprint(), "nightly", base.results)
     entries = store.load_baseline("amd-zen4-2c-1n", "nightly").entries
     assert entries[SERVER].headline == rate(99.0) and entries[PLAIN].headline is None
 

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 from fake_dist import install
-from history_data import fingerprint, record
+from history_data import fingerprint, host_fingerprint, record
 
 from perfsuite import records
 from perfsuite.cli import main as cli_main
@@ -65,25 +65,25 @@ def _db_urls(tmp_path):
 def test_a_database_keeps_baselines_as_a_folder_does(tmp_path):
     """The same merge (baseline.merged) in a file and in a database: the same entries, runs
     and refusals; and `perfsuite compare` takes the database URL as the baseline."""
-    fp = fingerprint()
+    fp = host_fingerprint()
     first, second = [_result(seed=1)], [_result(median=0.0101, seed=2)]
     for url in [str(tmp_path / "folder"), *_db_urls(tmp_path)]:
         store = open_store(url)
         profile = f"p{abs(hash(url)) % 10**6}"  # a shared PostgreSQL keeps earlier tests' rows
-        assert store.load_baseline(fp["hardware_class"], profile) is None
+        assert store.load_baseline(fp.hardware_class, profile) is None
         saved = store.save_baseline(fp, profile, first)
         assert saved.added == [first[0].id]
         with pytest.raises(ValueError, match="--perf-update-baseline"):
             store.save_baseline(fp, profile, second)
         store.save_baseline(fp, profile, second, add_run=True)
-        got = store.load_baseline(fp["hardware_class"], profile)
+        got = store.load_baseline(fp.hardware_class, profile)
         assert len(got.entries[first[0].id].runs) == 2, url
         assert [h.action for h in got.history] == ["created", "run-added"]
         store.close()
 
 
 def test_compare_takes_a_database_url_as_the_baseline(tmp_path, capsys):
-    fp = fingerprint()
+    fp = host_fingerprint()
     results = [_result(f"m{i}-fw-fp32-t1-unbound-b1", seed=i) for i in range(3)]
     run = records.Run(summary=_summary(results), results=results)
     run_dir = open_store(str(tmp_path / "runs")).new_run("smoke")
@@ -133,7 +133,7 @@ def test_a_store_from_another_package_is_chosen_by_its_scheme(tmp_path, monkeypa
     monkeypatch.delitem(STORES, "memo", raising=False)
     store = open_store(f"memo://{tmp_path}/kept")
     assert type(store).__name__ == "MemoStore" and store.root == tmp_path / "kept"
-    saved = store.save_baseline(fingerprint(), "smoke", [_result()])
+    saved = store.save_baseline(host_fingerprint(), "smoke", [_result()])
     assert saved.location == tmp_path / "kept" / "amd-zen4-2c-1n" / "smoke.json"
     STORES.pop("memo")
     sys.modules.pop("memostore", None)
