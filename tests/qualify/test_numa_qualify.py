@@ -324,7 +324,7 @@ def test_qualify_runs_a_real_inference_sweep_against_a_baseline(tmp_path):
 
     done = read_run(run)
     results = done.results
-    baseline.save(tmp_path / "baselines", done.summary.fingerprint.as_dict(), "smoke", results)
+    baseline.save(tmp_path / "baselines", done.summary.fingerprint, "smoke", results)
     info = qualify.run_inference(tmp_path / "q2", tmp_path / "baselines", "smoke")
     (check,) = qualify.check_inference(info)
     assert info.gate is not None and info.gate.points == len(results)
