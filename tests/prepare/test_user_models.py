@@ -137,19 +137,20 @@ def _broken(folder, tmp_path, what: str):
     if what == "integer input without a range":
         text = enc % str(src) + "dims = { sequence = 8 }\ninputs.attention_mask = { value = 1 }\n"
         return text, "integer input 'input_ids' (int64) has no data rule"
+
+    def with_data(**arrays) -> str:
+        np.savez(tmp_path / "d.npz", **arrays)
+        return enc % str(src) + f'dims = {{ sequence = 8 }}\ndata = "{tmp_path / "d.npz"}"\n'
+
     if what == "npz without an input":
-        np.savez(tmp_path / "d.npz", input_ids=np.zeros((4, 8), np.int64))
-        text = enc % str(src) + 'dims = { sequence = 8 }\ndata = "%s"\n' % (tmp_path / "d.npz")
+        text = with_data(input_ids=np.zeros((4, 8), np.int64))
         return text, "has no array for input 'attention_mask'"
     if what == "npz of the wrong dtype":
         z = np.zeros((4, 8), np.int32)
-        np.savez(tmp_path / "d.npz", input_ids=z, attention_mask=z)
-        text = enc % str(src) + 'dims = { sequence = 8 }\ndata = "%s"\n' % (tmp_path / "d.npz")
-        return text, "d.npz['input_ids'] is int32; the input is int64"
+        return with_data(input_ids=z, attention_mask=z), "d.npz['input_ids'] is int32; the input"
     if what == "npz of the wrong shape":
         z = np.zeros((4, 9), np.int64)
-        np.savez(tmp_path / "d.npz", input_ids=z, attention_mask=z)
-        text = enc % str(src) + 'dims = { sequence = 8 }\ndata = "%s"\n' % (tmp_path / "d.npz")
+        text = with_data(input_ids=z, attention_mask=z)
         return text, "has shape (4, 9); samples of the input are (8,)"
     if what == "more memory than the host has":
         text = enc % str(src) + "dims = { sequence = 4000000000000 }\n" + good_rules
