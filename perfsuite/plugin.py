@@ -164,11 +164,19 @@ def pytest_generate_tests(metafunc):
     if "perf_point" not in metafunc.fixturenames:
         return
     session = metafunc.config.stash[SESSION].get()
+    # the id is the parameter (the fixture below gives the Point): pytest-benchmark's JSON
+    # holds parameters as they are, and a Point would be a Python repr there
     params = [
-        pytest.param(p, id=p.id, marks=[pytest.mark.skip(reason=p.skip)] if p.skip else [])
+        pytest.param(p.id, id=p.id, marks=[pytest.mark.skip(reason=p.skip)] if p.skip else [])
         for p in _planned(session, metafunc.config)
     ]
-    metafunc.parametrize("perf_point", params)
+    metafunc.parametrize("perf_point", params, indirect=True)
+
+
+@pytest.fixture
+def perf_point(request, perf_session):
+    """The sweep point this test measures (parametrized by its id)."""
+    return next(p for p in perf_session.points() if p.id == request.param)
 
 
 EMPTY_PLAN = pytest.StashKey[str]()
@@ -223,13 +231,15 @@ def perf_run(perf_session, benchmark):
         if not result.ok:
             pytest.fail(f"{point.id}: {result.error}", pytrace=False)
         acc = result.accuracy
+        benchmark.group = f"{point.model} {point.framework}"  # compare's tables: like with like
         benchmark.extra_info |= {
             "perfsuite_id": point.id,
             **records.dump(point),
             **records.dump(result.stats),
             "settings": result.settings,
-            "binding": result.binding,
+            "binding": result.binding and records.dump(result.binding),
             "accuracy": acc and records.dump(acc),
+            "headline": result.headline and records.dump(result.headline),
             "hardware_class": result.hardware_class,
         }
         if not benchmark.disabled:

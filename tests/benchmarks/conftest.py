@@ -17,6 +17,15 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    for item in items:  # pytest-benchmark's groups: one operation (and size) per table
+        if item.path.name == "test_kernels_bench.py":
+            op = (
+                "gemm"
+                if "gemm" in item.originalname or "matmul" in item.originalname
+                else (item.originalname.removeprefix("test_"))
+            )
+            n = getattr(item, "callspec", None) and item.callspec.params.get("n")
+            item.add_marker(pytest.mark.benchmark(group=f"kernels {op}" + (f" n={n}" if n else "")))
     if config.stash[SESSION].profile.kernels:
         return
     dropped = [i for i in items if i.path.name == "test_kernels_bench.py"]

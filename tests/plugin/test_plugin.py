@@ -160,16 +160,29 @@ def test_sweep_runs_records_and_reports(sweep, tmp_path):
     html = page.read_text()
     assert "no baseline for hardware class" in html and html.count("data:image/png;base64") >= 1
     assert f"report: {page}" in text
-    bench = json.loads((tmp_path / "b.json").read_text())
+    text = (tmp_path / "b.json").read_text()
+    bench = json.loads(text)
     infos = [b["extra_info"] for b in bench["benchmarks"]]
     assert all(i["throughput_ips"] > 0 and "latency_p99_ms" in i for i in infos)
-    # pytest-benchmark's own tooling reads the file
+    # plain JSON values, no Python reprs; a group per model and framework
+    assert "UNSERIALIZABLE" not in text and "<Type" not in text
+    assert {b["params"]["perf_point"] for b in bench["benchmarks"]} == {
+        i["perfsuite_id"] for i in infos
+    }
+    assert {b["group"] for b in bench["benchmarks"]} == {"small_cnn onnxruntime"}
+    bound = next(i for i in infos if "node0" in i["perfsuite_id"])
+    assert bound["binding"]["mempolicy"] == "bind"
+    # pytest-benchmark's own tooling reads the file: grouped tables, histograms per point
     exe = shutil.which("pytest-benchmark")
-    if exe:
-        c = subprocess.run(
-            [exe, "compare", str(tmp_path / "b.json")], capture_output=True, text=True
-        )
-        assert c.returncode == 0 and "test_sweep[" in c.stdout, c.stderr
+    assert exe, "pytest-benchmark's command comes with the package"
+    hist = tmp_path / "hist"
+    c = subprocess.run(
+        [exe, "compare", str(tmp_path / "b.json"), "--group-by", "param:perf_point",
+         f"--histogram={hist}"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert c.returncode == 0 and "test_sweep[" in c.stdout, c.stderr
+    assert len(list(tmp_path.glob("hist*.svg"))) == 4  # one chart per point
 
 
 def test_sessions_are_pooled_and_become_baseline_runs(sweep, tmp_path):
