@@ -2,6 +2,7 @@
 in code with deterministic weights (``zoo``, ``graph``), another package's (entry points)
 and the files a user declares (``files``)."""
 
+from perfsuite.prepare.models import files, zoo
 from perfsuite.prepare.models.built import BuiltModel
 from perfsuite.prepare.models.files import ModelError
 from perfsuite.prepare.models.registry import MODELS, PythonModel
@@ -11,8 +12,6 @@ from perfsuite.records import ModelSpec
 
 def get(name: str) -> BuiltModel:
     """Build (or load from the cache) the model registered as ``name``."""
-    from perfsuite.prepare.models import files, zoo
-
     model = MODELS.named(name, "model")
     if isinstance(model, ModelSpec):
         return files.build(model)

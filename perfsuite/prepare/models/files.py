@@ -5,6 +5,7 @@ the model and what is wrong, found before anything is measured."""
 
 from __future__ import annotations
 
+import collections
 import functools
 import importlib
 import os
@@ -219,12 +220,6 @@ def _read_ir(spec: ModelSpec) -> _Read:
     )
 
 
-def sizes(spec: ModelSpec) -> tuple[int, int]:
-    """(parameters, weight bytes): the floating-point initializers or constants."""
-    read = _read(spec)
-    return read.params, read.weight_bytes
-
-
 def check_dims(spec: ModelSpec, sig: tuple[ModelInput, ...]) -> None:
     symbolic = {d for inp in sig for d in inp.shape if isinstance(d, str)}
     batch = {d for inp in sig for a, d in enumerate(inp.shape) if is_batch(d, a, spec.batch_dim)}
@@ -374,7 +369,7 @@ def build(spec: ModelSpec, batch: int = 1) -> BuiltModel:
     for inp in sig:
         _per_item(spec, inp)  # every symbolic dimension has a value
     check_memory(spec, sig, batch)
-    params, weight_bytes = sizes(spec)
+    read = _read(spec)  # parameters, weight bytes: the floating-point initializers
     feeding = spec.model_dump(include={"dims", "batch_dim", "inputs"}, mode="json")
     identity = {"files": _contents(spec), **feeding}
     return BuiltModel(
@@ -382,9 +377,9 @@ def build(spec: ModelSpec, batch: int = 1) -> BuiltModel:
         Path(spec.path),
         sig,
         feeds_of(spec, sig),
-        params,
-        None,
-        weight_bytes,
+        read.params,
+        None,  # FLOPs per item: not counted for a file perfsuite did not build
+        read.weight_bytes,
         format=spec.format,
         identity=identity,
     )
@@ -394,9 +389,7 @@ def describe(spec: ModelSpec) -> dict:
     """What ``perfsuite models inspect`` shows of a file: inputs, outputs, opsets, the op
     histogram, parameters and weight bytes."""
     read = _read(spec)
-    histogram: dict[str, int] = {}
-    for op in read.ops:
-        histogram[op] = histogram.get(op, 0) + 1
+    histogram = collections.Counter(read.ops)
     return {
         "name": spec.name, "path": spec.path, "format": spec.format,
         "inputs": [i.model_dump() for i in read.inputs],
