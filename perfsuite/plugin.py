@@ -240,6 +240,7 @@ def perf_run(perf_session, benchmark):
             "binding": result.binding and records.dump(result.binding),
             "accuracy": acc and records.dump(acc),
             "headline": result.headline and records.dump(result.headline),
+            "figures": [records.dump(f) for f in result.figures],  # headline first
             "hardware_class": result.hardware_class,
         }
         if not benchmark.disabled:

@@ -454,6 +454,12 @@ class Headline(_Record):
     # the gate compares this value, not the samples: a server search's rate, an offline rate
     # (one number per run); single-stream, multi-stream and decode points gate on samples
     gated: bool = False
+    # LoadGen's verdict on the run the figure comes from; None where no rules judge it
+    valid: bool | None = None
+
+    @property
+    def is_rate(self) -> bool:
+        return self.unit.endswith("/s")
 
 
 class LoadGenRun(_Record):
@@ -540,6 +546,22 @@ class Measurement(_Record):
     headline: Headline | None = None  # scenario and decode points: what the gate compares
     loadgen: LoadGenRecord | None = None
     decode: DecodeRecord | None = None
+
+    @property
+    def figures(self) -> list[Headline]:
+        """What the point is known by beyond its latency samples, headline first: a LoadGen
+        point's MLPerf metric with LoadGen's verdict; a decode point's tokens/s, then its
+        TTFT, TPOT and fraction of the bandwidth roofline. Every output carries these."""
+        out = [self.headline] if self.headline is not None else []
+        d = self.decode
+        for name, value, unit, higher in (
+            ("TTFT", d and d.ttft_s, "s", False),
+            ("TPOT", d and d.tpot_s, "s", False),
+            ("roofline fraction", d and d.roofline_fraction, "fraction", True),
+        ):
+            if value:
+                out.append(Headline(name=name, value=value, unit=unit, higher_is_better=higher))
+        return out
 
 
 class WorkerReply(_Record):
@@ -772,6 +794,18 @@ class RunPoint(_Record):
     error: str | None = None
     stats: Stats | None = None
     accuracy: Accuracy | None = None
+    figures: list[Headline] = []  # additive in run/1: ``Measurement.figures``
+
+
+class KernelResult(_Record):
+    """A kernel benchmark of the run (tests/benchmarks): its rate and its timed rounds, under
+    pytest-benchmark's name and group."""
+
+    id: str
+    group: str
+    figure: Headline
+    samples_s: list[Positive] = []
+    timestamp: Timestamp
 
 
 class RunSummary(_Record):
@@ -782,6 +816,7 @@ class RunSummary(_Record):
     fingerprint: Fingerprint
     points: list[RunPoint]
     source: Provenance | None = None  # additive in run/1
+    kernels: list[KernelResult] = []  # additive in run/1
 
     @property
     def profile_name(self) -> str | None:

@@ -23,6 +23,17 @@ def json_default(o):
     raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
 
 
+def plain_value(value) -> bool | int | float | str:
+    """A framework's setting as a JSON value of its own type: ``True``, ``1``, an OpenVINO
+    element type by its short name (``"f32"``, as a precision hint is written), an enum by its
+    member name; ``str()`` would record Python reprs such as ``<Type: 'float32'>``."""
+    if isinstance(value, bool | int | float | str):
+        return value
+    if callable(short := getattr(value, "get_type_name", None)):
+        return short()
+    return getattr(value, "name", None) or str(value)
+
+
 class NotFinite(ValueError):
     """A value with no JSON form (NaN, an infinity, often a finite input after a unit
     conversion); the message names where it is."""

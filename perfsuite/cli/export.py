@@ -12,6 +12,7 @@ from pathlib import Path
 from perfsuite.cli import EXIT_OK, EXIT_USAGE, add_verb
 from perfsuite.history.exports import FORMATS, MEASURES, ExportError, export
 from perfsuite.options import output_file
+from perfsuite.records import Provenance
 from perfsuite.store import StoreError, open_queries
 from perfsuite.store.baseline import BaselineError
 from perfsuite.store.files import read_run
@@ -24,7 +25,12 @@ INPUT_ERRORS: tuple[type[Exception], ...] = ()
 def cmd_export(args) -> int:
     try:
         if args.measure and args.format != "github-action-benchmark":
-            raise BaselineError(f"--measure applies to github-action-benchmark, not {args.format}")
+            raise BaselineError(
+                f"--measure applies to github-action-benchmark, not {args.format} "
+                "(its file holds every measure)"
+            )
+        if (args.repository or args.commit) and args.format != "conbench":
+            raise BaselineError(f"--repository/--commit apply to conbench, not {args.format}")
         if "://" in args.run:
             with closing(open_queries(args.run)) as store:
                 run = store.load_run(args.run_key)
@@ -32,7 +38,9 @@ def cmd_export(args) -> int:
             raise BaselineError("--run picks a run in a store URL; a run directory is one run")
         else:
             run = read_run(Path(args.run))
-        text = finite_json(export(run, args.format, args.measure or "latency"), indent=1) + "\n"
+        source = _source(run, args)
+        doc = export(run, args.format, args.measure or "latency", source)
+        text = finite_json(doc, indent=1) + "\n"
     except (BaselineError, StoreError, ExportError, NotFinite) as exc:
         print(f"perfsuite export: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -40,6 +48,17 @@ def cmd_export(args) -> int:
     if args.out and str(args.out) != "-":
         print(f"{args.format}: {args.out}")
     return EXIT_OK
+
+
+def _source(run, args) -> Provenance | None:
+    """The run's provenance with --repository/--commit applied (None when neither is given)."""
+    if args.repository is None and args.commit is None:
+        return None
+    recorded = run.summary.source or Provenance()
+    return Provenance.model_validate(  # validated: a token in the URL is dropped
+        recorded.model_dump() | {"repository": args.repository or recorded.repository,
+                                 "commit": args.commit or recorded.commit}
+    )  # fmt: skip
 
 
 def add_parser(subparsers) -> None:
@@ -63,5 +82,12 @@ def add_parser(subparsers) -> None:
         help="github-action-benchmark: latency p50 (customSmallerIsBetter, the default) or "
         "throughput (customBiggerIsBetter)",
     )
+    p.add_argument(
+        "--repository",
+        metavar="URL",
+        help="conbench: the GitHub repository the run measured, where it recorded none or "
+        "another (https://github.com/ORG/REPO)",
+    )
+    p.add_argument("--commit", metavar="SHA", help="conbench: the commit the run measured")
     p.add_argument("--out", type=output_file, help="file to write, - for stdout (default: stdout)")
     p.set_defaults(func=cmd_export)

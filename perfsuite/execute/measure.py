@@ -93,11 +93,17 @@ def summarize(samples, items_per_call: int = 1, window_s: float | None = None) -
 
 
 def one_window(
-    samples: list[float], items_per_call: int, window, speed, **fields
+    samples: list[float],
+    items_per_call: int,
+    window,
+    speed,
+    window_s: float | None = None,
+    **fields,
 ) -> records.Measurement:
     """The measurement of a point measured in one window by its own driver (LoadGen, a decode
     test): its samples and their statistics, the window's interference (``window``, a
-    ``records.InterferenceWindow``) and the speed probes around it; ``fields`` the rest."""
+    ``records.InterferenceWindow``) and the speed probes around it; ``fields`` the rest.
+    With ``window_s`` (the driver's run), throughput is the samples' items over it."""
     return records.Measurement(
         interference=records.Interference(
             contaminated=window.contaminated, retries=0, sessions=[window]
@@ -105,6 +111,6 @@ def one_window(
         calibration=records.Calibration(sessions=[speed]),
         samples_s=samples,
         session_medians_s=[float(np.median(samples))],
-        stats=summarize(samples, items_per_call=items_per_call),
+        stats=summarize(samples, items_per_call=items_per_call, window_s=window_s),
         **fields,
     )

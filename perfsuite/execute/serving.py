@@ -146,6 +146,8 @@ def measure(
         point.batch * per_query,
         sampler.result,
         speed,
+        # throughput: what completed over the reported run, not 1/p50 of a loaded session
+        window_s=reported.duration_s,
         protocol=records.RunProtocol(
             window_s=sum(r.duration_s for r in runs), items=len(latencies)
         ),
@@ -204,7 +206,7 @@ def _run(point: Point, settings, workers, log_dir: Path, loadgen: records.LoadGe
 def _run_record(run, log_dir: Path) -> records.LoadGenRun:
     """A ``serve.ScenarioRun`` as the result record keeps it (logs relative to the run)."""
     gated = run.valid and run.scenario in ("server", "offline")  # an INVALID rate is no rate
-    headline = run.headline and run.headline.model_copy(update={"gated": gated})
+    headline = run.headline and run.headline.model_copy(update={"gated": gated, "valid": run.valid})
     fields = {  # JSON has no NaN: a field LoadGen printed as nan stays text
         k: v if not isinstance(v, float) or math.isfinite(v) else str(v)
         for k, v in run.fields.items()

@@ -22,6 +22,7 @@ UNITS = {
     "throughput_ips": "throughput (items/s)",
     "latency_p90_ms": "p90 latency (ms)",
     "latency_p99_ms": "p99 latency (ms)",
+    "headline": "headline (a scenario's rate or latency, a decode point's tokens/s)",
 }
 
 

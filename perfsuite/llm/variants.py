@@ -26,6 +26,7 @@ from perfsuite.llm.decoder import (
     build_onnx,
     spec_for,
 )
+from perfsuite.text import plain_value
 
 VARIANTS_VERSION = "1"  # bump when quantization settings change: part of the cache key
 FRAMEWORKS = ("onnxruntime", "openvino")
@@ -318,8 +319,10 @@ class DecoderSession:
         self.settings = {
             "framework": "openvino",
             "version": ov.__version__,
-            **{k: compiled.get_property(k) for k in ("INFERENCE_NUM_THREADS", "PERFORMANCE_HINT")},
-            "INFERENCE_PRECISION_HINT": str(compiled.get_property("INFERENCE_PRECISION_HINT")),
+            **{
+                k: plain_value(compiled.get_property(k))
+                for k in ("INFERENCE_NUM_THREADS", "PERFORMANCE_HINT", "INFERENCE_PRECISION_HINT")
+            },
             "accuracy_level": None,
             "kv_cache": "numpy, fed back (not stateful)",
         }

@@ -209,4 +209,5 @@ def _result_row(run_id: int, benchmark_id: int, r: records.Result) -> dict:
         "contaminated": bool(r.interference and r.interference.contaminated),
         "error": r.error,
         "headline": r.headline and records.dump(r.headline),
+        "decode": r.decode and records.dump(r.decode),
     }

@@ -15,7 +15,8 @@ from perfsuite.store import schema as t
 from perfsuite.store.engine import Database, StoreError, retrying, utc
 from perfsuite.store.protocols import Annotation, SeriesPoint, StoredQualification, StoredRun
 
-METRICS = ("latency_median_ms", "latency_p90_ms", "latency_p99_ms", "throughput_ips")
+# headline: a scenario or decode point's one number per run (a VALID server rate, tokens/s)
+METRICS = ("latency_median_ms", "latency_p90_ms", "latency_p99_ms", "throughput_ips", "headline")
 
 
 class Queries(Database):
@@ -47,6 +48,7 @@ class Queries(Database):
                 timestamp=run.started_at.timestamp(), samples_s=list(r.samples_s), source=source,
                 stats=records.Stats.model_validate(r.stats) if r.stats else None,
                 headline=_headline(r.headline),
+                decode=r.decode and records.DecodeRecord.model_validate(r.decode),
             )
             for r in rows
         ]  # fmt: skip
@@ -125,6 +127,10 @@ class Queries(Database):
         out: dict[tuple[str, str], list[SeriesPoint]] = {}
         with self.engine.connect() as conn:
             for name, hw, run_id, key, at, v, samples, sha, headline in conn.execute(q):
+                if metric == "headline":  # its value; an INVALID rate is no point of the line
+                    if not v or v.get("valid") is False:
+                        continue
+                    v = v["value"]
                 low, high = _band(samples, v, metric)
                 point = SeriesPoint(
                     run_id, key, utc(at), float(v), low, high, sha, tuple(samples),

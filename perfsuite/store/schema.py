@@ -82,6 +82,7 @@ results = sa.Table(
     sa.Column("contaminated", sa.Boolean, nullable=False, default=False),
     sa.Column("error", sa.Text),
     sa.Column("headline", sa.JSON),  # revision 0004: a scenario point's gated rate, or None
+    sa.Column("decode", sa.JSON),  # revision 0005: a decode point's TTFT, TPOT, roofline
     sa.UniqueConstraint("run_id", "benchmark_id", name="uq_results_run_benchmark"),
 )
 

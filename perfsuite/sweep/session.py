@@ -54,6 +54,7 @@ class PerfSession:
         self.fingerprint = fingerprint
         self.source = provenance() if source is None else source
         self.records: list[records.Result] = []
+        self.kernels: list[records.KernelResult] = []  # kernel benchmarks, kept in the summary
         self.counters = counters
         self.gates: dict = {}
         self._points: list[Point] | None = None
@@ -171,7 +172,8 @@ class PerfSession:
         return self.run_handle.path
 
     def summary(self) -> records.RunSummary:
-        return run_summary(self.profile.as_dict(), self.fingerprint, self.records, self.source)
+        summary = run_summary(self.profile.as_dict(), self.fingerprint, self.records, self.source)
+        return summary.model_copy(update={"kernels": self.kernels}) if self.kernels else summary
 
     def write_summary(self) -> Path | None:
         return self.run_handle.write_summary(self.summary()) if self.records else None
@@ -207,7 +209,7 @@ def run_summary(
             "fingerprint": fingerprint,
             "points": [
                 {"id": r.id, "status": r.status, "error": r.error, "stats": r.stats,
-                 "accuracy": r.accuracy}
+                 "accuracy": r.accuracy, **({"figures": r.figures} if r.figures else {})}
                 for r in results
             ],
         }

@@ -5,9 +5,14 @@ nightly, qualification); otherwise they are deselected (reported as deselected),
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from perfsuite import records
 from perfsuite.plugin import SESSION
+
+UNITS = {"gflops": "GFLOP/s", "gops": "GOP/s", "bandwidth_gbs": "GB/s"}
 
 RESULTS = pytest.StashKey[dict]()
 
@@ -38,6 +43,28 @@ def pytest_collection_modifyitems(config, items):
 def kernel_results(request):
     """(kind, threads, n) -> rate, filled by the kernel benchmarks."""
     return request.config.stash[RESULTS]
+
+
+@pytest.fixture
+def save_kernel(request, benchmark):
+    """save_kernel(rate, unit): this benchmark's rate kept in the run (summary.json's
+    ``kernels``), so the exports carry the kernels beside the inference points."""
+
+    def save(rate: float, unit: str) -> None:
+        figure = records.Headline(
+            name=UNITS[unit], value=rate, unit=UNITS[unit], higher_is_better=True
+        )
+        request.config.stash[SESSION].get().kernels.append(
+            records.KernelResult(
+                id=benchmark.name,
+                group=benchmark.group or "kernels",
+                figure=figure,
+                samples_s=[x for x in benchmark.stats.stats.data if x > 0],
+                timestamp=time.time(),
+            )
+        )
+
+    return save
 
 
 def _ratio(r, num, den):

@@ -46,9 +46,10 @@ def peaks(kernel_results):
     return out
 
 
-def _record(benchmark, kernel_results, key, work, unit, peak=None, **info):
+def _record(benchmark, kernel_results, save, key, work, unit, peak=None, **info):
     rate = work / benchmark.stats.stats.median / 1e9
     kernel_results[key] = rate
+    save(rate, unit)
     benchmark.extra_info.update({unit: rate, **info})
     if peak:
         benchmark.extra_info["fraction_of_peak"] = rate / peak
@@ -64,7 +65,7 @@ def _mats(n, seed=0):
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("threads", THREADS)
-def test_gemm_numpy(benchmark, kernel_results, peaks, n, threads):
+def test_gemm_numpy(benchmark, kernel_results, save_kernel, peaks, n, threads):
     a, b = _mats(n)
     with threadpool_limits(threads):
         benchmark.pedantic(
@@ -77,6 +78,7 @@ def test_gemm_numpy(benchmark, kernel_results, peaks, n, threads):
     _record(
         benchmark,
         kernel_results,
+        save_kernel,
         ("numpy", threads, n),
         2 * n**3,
         "gflops",
@@ -89,7 +91,7 @@ def test_gemm_numpy(benchmark, kernel_results, peaks, n, threads):
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("threads", THREADS)
-def test_gemm_f32(benchmark, kernel_results, peaks, n, threads):
+def test_gemm_f32(benchmark, kernel_results, save_kernel, peaks, n, threads):
     a, b = _mats(n)
     out = np.empty((n, n), np.float32)
     with threadpool_limits(1):
@@ -103,6 +105,7 @@ def test_gemm_f32(benchmark, kernel_results, peaks, n, threads):
     _record(
         benchmark,
         kernel_results,
+        save_kernel,
         ("gemm_f32", threads, n),
         2 * n**3,
         "gflops",
@@ -116,7 +119,7 @@ def test_gemm_f32(benchmark, kernel_results, peaks, n, threads):
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_matmul_seed(benchmark, kernel_results, peaks, n):
+def test_matmul_seed(benchmark, kernel_results, save_kernel, peaks, n):
     a, b0 = _mats(n)
     b = kernels.aligned_empty((n, n), np.float32, align=64)
     b[...] = b0
@@ -130,6 +133,7 @@ def test_matmul_seed(benchmark, kernel_results, peaks, n):
     _record(
         benchmark,
         kernel_results,
+        save_kernel,
         ("matmul_seed", 1, n),
         2 * n**3,
         "gflops",
@@ -144,7 +148,7 @@ def test_matmul_seed(benchmark, kernel_results, peaks, n):
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("exact", [False, True], ids=["fast", "exact"])
-def test_gemm_u8s8_s32(benchmark, kernel_results, peaks, n, threads, exact):
+def test_gemm_u8s8_s32(benchmark, kernel_results, save_kernel, peaks, n, threads, exact):
     rng = np.random.default_rng(0)
     a = rng.integers(0, 256, (n, n), dtype=np.uint8)
     b = rng.integers(-64, 64, (n, n), dtype=np.int8)  # 7-bit weights: the fast path is exact
@@ -161,6 +165,7 @@ def test_gemm_u8s8_s32(benchmark, kernel_results, peaks, n, threads, exact):
     _record(
         benchmark,
         kernel_results,
+        save_kernel,
         (name, threads, n),
         2 * n**3,
         "gops",
@@ -173,7 +178,7 @@ def test_gemm_u8s8_s32(benchmark, kernel_results, peaks, n, threads, exact):
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("threads", THREADS)
-def test_gemm_bf16(benchmark, kernel_results, peaks, n, threads):
+def test_gemm_bf16(benchmark, kernel_results, save_kernel, peaks, n, threads):
     if not kernels.variant_info(kernels.isa())["bf16_native"]:
         pytest.skip(f"no avx512_bf16 in the kernel variant in use ({kernels.isa()})")
     a, b = (kernels.to_bf16(x) for x in _mats(n))
@@ -187,6 +192,7 @@ def test_gemm_bf16(benchmark, kernel_results, peaks, n, threads):
     _record(
         benchmark,
         kernel_results,
+        save_kernel,
         ("gemm_bf16", threads, n),
         2 * n**3,
         "gflops",
@@ -199,7 +205,7 @@ def test_gemm_bf16(benchmark, kernel_results, peaks, n, threads):
 
 
 @pytest.mark.parametrize("threads", THREADS)
-def test_stream_triad(benchmark, kernel_results, threads):
+def test_stream_triad(benchmark, kernel_results, save_kernel, threads):
     n = 1 << 25  # 3 x 128 MiB: far beyond the 32 MiB L3
     a = kernels.aligned_zeros(n, np.float32)
     b = kernels.aligned_zeros(n, np.float32) + 1
@@ -208,6 +214,7 @@ def test_stream_triad(benchmark, kernel_results, threads):
     _record(
         benchmark,
         kernel_results,
+        save_kernel,
         ("triad", threads, n),
         3 * a.nbytes,
         "bandwidth_gbs",

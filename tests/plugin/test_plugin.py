@@ -166,6 +166,7 @@ def test_sweep_runs_records_and_reports(sweep, tmp_path):
     assert all(i["throughput_ips"] > 0 and "latency_p99_ms" in i for i in infos)
     # plain JSON values, no Python reprs; a group per model and framework
     assert "UNSERIALIZABLE" not in text and "<Type" not in text
+    assert not [v for v in json_leaves(infos) if v in ("True", "False", "None", "nan")]
     assert {b["params"]["perf_point"] for b in bench["benchmarks"]} == {
         i["perfsuite_id"] for i in infos
     }
@@ -183,6 +184,15 @@ def test_sweep_runs_records_and_reports(sweep, tmp_path):
     )  # fmt: skip
     assert c.returncode == 0 and "test_sweep[" in c.stdout, c.stderr
     assert len(list(tmp_path.glob("hist*.svg"))) == 4  # one chart per point
+
+
+def json_leaves(doc):
+    """Every scalar in a JSON document."""
+    if isinstance(doc, dict):
+        return [x for v in doc.values() for x in json_leaves(v)]
+    if isinstance(doc, list):
+        return [x for v in doc for x in json_leaves(v)]
+    return [doc]
 
 
 def test_sessions_are_pooled_and_become_baseline_runs(sweep, tmp_path):

@@ -50,9 +50,12 @@ def test_openvino_records_streams_and_requests(cnn):
     cfg = RunConfig(threads=2, mode="throughput")
     with get_backend("openvino").prepare(cnn.path, cfg) as s:
         assert s.settings["PERFORMANCE_HINT"] == "THROUGHPUT"
-        assert int(s.settings["NUM_STREAMS"]) >= 1
-        assert int(s.settings["OPTIMAL_NUMBER_OF_INFER_REQUESTS"]) >= 1
-        assert s.settings["INFERENCE_NUM_THREADS"] == "2"
+        # the properties' own types, as JSON takes them: no "True", "1" or "<Type: ...>"
+        assert isinstance(s.settings["NUM_STREAMS"], int) and s.settings["NUM_STREAMS"] >= 1
+        assert s.settings["OPTIMAL_NUMBER_OF_INFER_REQUESTS"] >= 1
+        assert s.settings["INFERENCE_NUM_THREADS"] == 2
+        assert s.settings["INFERENCE_PRECISION_HINT"] == "f32"
+        assert s.settings["ENABLE_CPU_PINNING"] in (True, False)
         run = s.run_throughput(cnn.inputs(1), seconds=0.3)
         assert run.items > 0 and run.items == len(run.latencies_s)
         assert run.items_per_s > 0

@@ -25,7 +25,7 @@ def test_migrations_match_the_schema_and_go_both_ways(store_url, tmp_path):
     from alembic.migration import MigrationContext
 
     store = HistoryStore(store_url)
-    assert store.revision() == "0004"
+    assert store.revision() == "0005"
     with store.engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), schema.metadata) == []
     for run in step_history(tmp_path / "runs", 2, 3, step_point=None):

@@ -53,7 +53,7 @@ def run(index: int, points: dict[str, tuple[float, records.Headline | None]]) ->
 
 def test_a_server_points_headline_round_trips(store_url):
     store = HistoryStore(store_url)
-    assert store.revision() == "0004"
+    assert store.revision() == "0005"
     assert store.add_run(run(0, {SERVER: (0.010, rate(123.5)), PLAIN: (0.010, None)}))
     loaded = {r.id: r for r in store.load_run().results}
     assert loaded[SERVER].headline == rate(123.5)
@@ -92,7 +92,7 @@ def test_a_store_at_0003_upgrades_and_its_results_have_no_headline(store_url):
         assert "headline" not in columns and "samples_s" in columns
     store.close()
     store = HistoryStore(store_url)  # opening migrates
-    assert store.revision() == "0004"
+    assert store.revision() == "0005"
     with store.engine.connect() as conn:
         assert conn.scalar(sa.select(sa.func.count()).select_from(schema.results)) == 4
     assert all(r.headline is None for r in store.load_run().results)

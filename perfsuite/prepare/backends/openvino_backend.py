@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from perfsuite.prepare.backends.base import Backend, BackendError, RunConfig, Session, ThroughputRun
+from perfsuite.text import plain_value
 
 REPORTED = (
     "PERFORMANCE_HINT",
@@ -83,7 +84,7 @@ class OvSession(Session):
         self.settings = {"version": ov.__version__}
         for key in REPORTED:
             try:
-                self.settings[key] = str(self._compiled.get_property(key))
+                self.settings[key] = plain_value(self._compiled.get_property(key))
             except Exception as exc:  # a property this plugin version does not report
                 self.settings[key] = f"unavailable ({exc.__class__.__name__})"
 
