@@ -66,7 +66,10 @@ def _records(out):
 def test_every_scenario_and_decode_test_runs_through_the_sweep(pytester, tmp_path):
     modes = ["single_stream", "multi_stream", "server", "offline", "pp32", "tg16"]
     out = tmp_path / "runs"
-    r = pytester.runpytest(*_sweep(pytester, modes), f"--perf-out={out}")
+    bench = tmp_path / "b.json"
+    r = pytester.runpytest(
+        *_sweep(pytester, modes), f"--perf-out={out}", f"--benchmark-json={bench}"
+    )
     r.assert_outcomes(passed=8)  # 4 scenarios of small_cnn fp32, 2 tests of llm_tiny x 2
     got = _records(out)
     (run_dir,) = out.iterdir()
@@ -102,6 +105,30 @@ def test_every_scenario_and_decode_test_runs_through_the_sweep(pytester, tmp_pat
     assert "of the roofline" in text and "cache-resident" in text
     assert "weight-only/FP32 tokens/s: llm_tiny onnxruntime int4_sym_g32 t1 pp32" in text
     assert "INT8/FP32" not in text  # no ratios of LoadGen rates or of tokens/s under that name
+    # the figures leave perfsuite as the console prints them: summary, pytest-benchmark, exports
+    sid, tid = (
+        "small_cnn-onnxruntime-fp32-t1-unbound-b1-server",
+        "llm_tiny-onnxruntime-int4_sym_g32-t1-unbound-b1-tg16",
+    )
+    rate, fraction = got[sid]["headline"], got[tid]["decode"]["roofline_fraction"]
+    assert rate["valid"] is True and f"Scheduled samples per second {rate['value']:.4g}" in text
+    best = got[sid]["loadgen"]["runs"][got[sid]["loadgen"]["best"]]
+    assert got[sid]["stats"]["throughput_ips"] == pytest.approx(  # completed over its run
+        got[sid]["stats"]["n"] / best["duration_s"]
+    )
+    summary = json.loads((run_dir / "summary.json").read_text())
+    figures = {p["id"]: p.get("figures", []) for p in summary["points"]}
+    assert figures[sid][0] == rate and figures[tid][-1]["value"] == fraction
+    infos = {b["extra_info"]["perfsuite_id"]: b["extra_info"]
+             for b in json.loads(bench.read_text())["benchmarks"]}  # fmt: skip
+    assert infos[sid]["figures"][0] == rate and infos[tid]["figures"][-1]["value"] == fraction
+    from perfsuite.history import exports
+    from perfsuite.store.files import read_run
+
+    run = read_run(run_dir)
+    bmf = exports.bmf(run)
+    assert bmf[sid]["scheduled-samples-per-second"]["value"] == rate["value"]
+    assert bmf[tid]["roofline-fraction"]["value"] == fraction
 
 
 @pytest.mark.slow

@@ -65,6 +65,29 @@ def test_a_server_points_headline_round_trips(store_url):
     assert exported[SERVER]["headline"]["value"] == 123.5 and exported[PLAIN]["headline"] is None
 
 
+def test_the_headline_is_a_history_metric_and_an_invalid_rate_no_point_of_its_line(
+    store_url, capsys
+):
+    """``--metric headline``: the rate per run, its change points found like any metric's;
+    a run whose rate LoadGen called INVALID leaves a gap, not a low point."""
+    from perfsuite.cli import main
+    from perfsuite.history.changes import detect
+
+    store = HistoryStore(store_url)
+    rates = [100.0] * 6 + [60.0] * 6
+    for i, value in enumerate(rates):
+        store.add_run(run(i, {SERVER: (0.010, rate(value)), PLAIN: (0.010, None)}))
+    invalid = rate(5.0).model_copy(update={"valid": False})
+    store.add_run(run(len(rates), {SERVER: (0.010, invalid), PLAIN: (0.010, None)}))
+    series = store.series(metric="headline")
+    assert list(series) == [(SERVER, "amd-zen4-2c-1n")]  # the plain point has no headline
+    assert [p.value for p in series[(SERVER, "amd-zen4-2c-1n")]] == rates
+    (change,) = detect(store, SERVER, metric="headline", save=False)
+    assert change.before == 100.0 and change.after == 60.0
+    assert main(["db", "--store", store_url, "history", SERVER, "--metric", "headline"]) == 0
+    assert "history of headline" in capsys.readouterr().out
+
+
 def test_a_baseline_in_the_database_keeps_its_entries_headlines(store_url):
     """Baselines are stored as whole documents (JSON): an entry's headline goes with it."""
     store = HistoryStore(store_url)
