@@ -4,7 +4,7 @@ arrays of the right dtype and shape); the facade ``perfsuite.kernels`` validates
 chooses the ISA variant. A variant is a row of the dispatch table (dispatch.h), addressed
 by its index; every kernel calls through that row, so there is no per-ISA branch here."""
 
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint64_t
 
 cdef extern from "cpu_features.h" nogil:
     ctypedef struct ps_cpu_flag:
@@ -29,6 +29,12 @@ ctypedef int (*gemm_u8s8_fn)(Py_ssize_t, Py_ssize_t, Py_ssize_t, const uint8_t *
 ctypedef int (*gemm_bf16_fn)(Py_ssize_t, Py_ssize_t, Py_ssize_t, const uint16_t *,
                              const uint16_t *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                              int) noexcept nogil
+
+ctypedef void (*gemv_q8_fn)(Py_ssize_t, Py_ssize_t, Py_ssize_t, const float *, const float *,
+                            const int8_t *, const float *, float *, int) noexcept nogil
+ctypedef void (*gemv_q4_fn)(Py_ssize_t, Py_ssize_t, Py_ssize_t, const float *, const float *,
+                            const uint8_t *, const float *, const float *, float *,
+                            int) noexcept nogil
 
 cdef extern from "dispatch.h" nogil:
     ctypedef struct ps_tile:
@@ -60,6 +66,8 @@ cdef extern from "dispatch.h" nogil:
         void (*triad)(float *, const float *, const float *, float, Py_ssize_t, int) noexcept nogil
         void (*copy)(float *, const float *, Py_ssize_t, int) noexcept nogil
         double (*peak)(int64_t, int) noexcept nogil
+        gemv_q8_fn gemv_q8
+        gemv_q4_fn gemv_q4
     int ps_kernel_rows()
     const ps_kernel_table *ps_kernel_row(int code)
     int ps_kernel_row_runs(const ps_kernel_table *t, unsigned int features)
@@ -67,6 +75,7 @@ cdef extern from "dispatch.h" nogil:
 
 cdef extern from "probes.h" nogil:
     double false_sharing_run(int threads, Py_ssize_t stride, int64_t iters)
+    uint64_t read_words(const uint8_t *a, Py_ssize_t n, int threads)
     int omp_threads_granted(int threads)
 
 cdef extern from "omp.h" nogil:
@@ -213,6 +222,36 @@ def gemm_bf16_into(const uint16_t[:, ::1] A, const uint16_t[:, ::1] B, float[:, 
                          mc, kc, nc, threads)
     if rc != 0:
         raise MemoryError("gemm_bf16: cannot allocate packing buffers")
+
+
+def gemv_q8_into(const float[:, ::1] x, const float[:, ::1] xs, const int8_t[:, ::1] qs,
+                 const float[:, ::1] d, float[:, ::1] y, int isa, int threads):
+    """y := x @ W for q8 rows qs (N x K) with block scales d (N x K/32)."""
+    cdef const ps_kernel_table *t = _row(isa)
+    with nogil:
+        t.gemv_q8(x.shape[0], qs.shape[0], d.shape[1], &x[0, 0], &xs[0, 0], &qs[0, 0],
+                  &d[0, 0], &y[0, 0], threads)
+
+
+def gemv_q4_into(const float[:, ::1] x, const float[:, ::1] xs, const uint8_t[:, ::1] qs,
+                 const float[:, ::1] d, const float[:, ::1] c, float[:, ::1] y, int isa,
+                 int threads):
+    """y := x @ W for q4 rows qs (N x K/2) with block scales d and offsets c (N x K/32;
+    None: symmetric, -8 d)."""
+    cdef const ps_kernel_table *t = _row(isa)
+    cdef const float *cp = NULL if c is None else &c[0, 0]
+    with nogil:
+        t.gemv_q4(x.shape[0], qs.shape[0], d.shape[1], &x[0, 0], &xs[0, 0], &qs[0, 0],
+                  &d[0, 0], cp, &y[0, 0], threads)
+
+
+def read_bytes(const uint8_t[::1] a, int threads):
+    """Read every byte of a (64-bit words, threads splitting it); a checksum so nothing is
+    optimised away. Time it outside: the read-only bandwidth a GEMV is judged against."""
+    cdef uint64_t s
+    with nogil:
+        s = read_words(&a[0], a.shape[0], threads)
+    return s
 
 
 def f32_to_bf16_into(const float[::1] x, uint16_t[::1] y, int isa):

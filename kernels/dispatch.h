@@ -14,6 +14,7 @@
 #include "avx512.h"
 #include "cpu_features.h"
 #include "generic.h"
+#include "gemv_q.h"
 
 /* -- the blocked driver, instantiated per (element types, register tile) ------------------ */
 
@@ -141,6 +142,8 @@ typedef struct {
     void (*triad)(float *, const float *, const float *, float, ptrdiff_t, int);
     void (*copy)(float *, const float *, ptrdiff_t, int);
     double (*peak)(int64_t, int);
+    ps_gemv_q8_fn gemv_q8; /* weight-only decode kernels (gemv_q.h) */
+    ps_gemv_q4_fn gemv_q4;
 } ps_kernel_table;
 
 #define PS_TILE_6x16(KSTEP) {PS_MR, PS_NR, KSTEP}
@@ -165,6 +168,8 @@ typedef struct {
     .quantize_u8 = quantize_u8_avx2, .quantize_s8 = quantize_s8_avx2,                           \
     .dequantize_u8 = dequantize_u8_avx2, .dequantize_s8 = dequantize_s8_avx2,                   \
     .triad = triad_f32_avx2, .copy = copy_f32_avx2
+/* Weight-only decode kernels of every AVX-512 level. */
+#define PS_AVX512_GEMV .gemv_q8 = gemv_q8_avx512, .gemv_q4 = gemv_q4_avx512
 /* BF16 emulated in scalar fp32: every level below avx512_bf16. */
 #define PS_BF16_EMULATED                                                                       \
     .gemm_bf16 = gemm_bf16_generic, .tile_bf16 = PS_TILE_6x16(2), .bf16_native = 0,            \
@@ -184,6 +189,7 @@ static const ps_kernel_table PS_KERNEL_TABLE[] = {
         .dequantize_u8 = dequantize_u8_generic, .dequantize_s8 = dequantize_s8_generic,
         .triad = triad_f32_generic, .copy = copy_f32_generic,
         .peak = madd_peak_generic,
+        .gemv_q8 = gemv_q8_generic, .gemv_q4 = gemv_q4_generic,
     },
     {
         .name = "avx2",
@@ -195,6 +201,7 @@ static const ps_kernel_table PS_KERNEL_TABLE[] = {
         PS_BF16_EMULATED,
         PS_AVX2_BANDWIDTH,
         .peak = fma_peak_avx2,
+        .gemv_q8 = gemv_q8_avx2, .gemv_q4 = gemv_q4_avx2,
     },
     {
         .name = "avx512",
@@ -205,6 +212,7 @@ static const ps_kernel_table PS_KERNEL_TABLE[] = {
         PS_BF16_EMULATED,
         PS_AVX2_BANDWIDTH,
         .peak = fma_peak_avx512,
+        PS_AVX512_GEMV,
     },
     {
         .name = "avx512_vnni",
@@ -215,6 +223,7 @@ static const ps_kernel_table PS_KERNEL_TABLE[] = {
         PS_BF16_EMULATED,
         PS_AVX2_BANDWIDTH,
         .peak = fma_peak_avx512,
+        PS_AVX512_GEMV,
     },
     {
         .name = "avx512_bf16",
@@ -226,6 +235,7 @@ static const ps_kernel_table PS_KERNEL_TABLE[] = {
         .f32_to_bf16 = f32_to_bf16_avx512_bf16,
         PS_AVX2_BANDWIDTH,
         .peak = fma_peak_avx512,
+        PS_AVX512_GEMV,
     },
 };
 
@@ -247,7 +257,7 @@ static inline const char *ps_kernel_row_lacks(const ps_kernel_table *t) {
     PS_LACKS(dot_f32) PS_LACKS(matmul_seed) PS_LACKS(gemm_f32) PS_LACKS(gemm_u8s8)
     PS_LACKS(gemm_u8s8_exact) PS_LACKS(gemm_bf16) PS_LACKS(f32_to_bf16) PS_LACKS(quantize_u8)
     PS_LACKS(quantize_s8) PS_LACKS(dequantize_u8) PS_LACKS(dequantize_s8) PS_LACKS(triad)
-    PS_LACKS(copy) PS_LACKS(peak)
+    PS_LACKS(copy) PS_LACKS(peak) PS_LACKS(gemv_q8) PS_LACKS(gemv_q4)
 #undef PS_LACKS
     if (!t->tile_f32.mr || !t->tile_u8s8.mr || !t->tile_bf16.mr) return "tile";
     return NULL;

@@ -29,6 +29,28 @@ static double false_sharing_run(int threads, ptrdiff_t stride, int64_t iters) {
     return t1 - t0;
 }
 
+/* Read n bytes (whole 64-bit words; a tail under 8 bytes is left) split across threads in
+ * static chunks, summing the words in 8 independent lanes: integer adds vectorise with any
+ * x86-64 baseline, so this is a read-only bandwidth probe on every CPU. */
+static uint64_t read_words(const uint8_t *a, ptrdiff_t n, int threads) {
+    const uint64_t *w = (const uint64_t *)a;
+    const ptrdiff_t words = n / 8;
+    uint64_t total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const ptrdiff_t chunk = (words / nt + 7) / 8 * 8, lo = t * chunk;
+        const ptrdiff_t hi = (t == nt - 1 || lo + chunk > words) ? words : lo + chunk;
+        uint64_t lane[8] = {0};
+        ptrdiff_t i = lo;
+        for (; i + 8 <= hi; i += 8)
+            for (int l = 0; l < 8; ++l) lane[l] += w[i + l];
+        for (; i < hi; ++i) lane[0] += w[i];
+        for (int l = 0; l < 8; ++l) total += lane[l];
+    }
+    return total;
+}
+
 /* How many threads an OpenMP region with num_threads(threads) actually gets. */
 static int omp_threads_granted(int threads) {
     int got = 0;

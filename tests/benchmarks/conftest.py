@@ -21,9 +21,16 @@ def pytest_configure(config):
     config.stash[RESULTS] = {}
 
 
+KERNEL_FILES = ("test_kernels_bench.py", "test_kernels_decode_bench.py")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:  # pytest-benchmark's groups: one operation (and size) per table
-        if item.path.name == "test_kernels_bench.py":
+        if item.path.name == "test_kernels_decode_bench.py":
+            params = getattr(item, "callspec", None) and item.callspec.params
+            label = params.get("shape") or f"m={params.get('m')}"
+            item.add_marker(pytest.mark.benchmark(group=f"kernels decode {label}"))
+        elif item.path.name == "test_kernels_bench.py":
             op = (
                 "gemm"
                 if "gemm" in item.originalname or "matmul" in item.originalname
@@ -33,10 +40,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.benchmark(group=f"kernels {op}" + (f" n={n}" if n else "")))
     if config.stash[SESSION].profile.kernels:
         return
-    dropped = [i for i in items if i.path.name == "test_kernels_bench.py"]
+    dropped = [i for i in items if i.path.name in KERNEL_FILES]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = [i for i in items if i.path.name != "test_kernels_bench.py"]
+        items[:] = [i for i in items if i.path.name not in KERNEL_FILES]
 
 
 @pytest.fixture(scope="session")
@@ -114,7 +121,25 @@ def pytest_terminal_summary(terminalreporter, config):
                 f"interleaved rounds, n={n}, {t} thread(s), median of per-round ratios "
                 f"[min-max]: {ratios}"
             )
-    for (kind, t, _n), v in sorted(r.items()):
+    for (_kind, t, shape), v in sorted((k, v) for k, v in r.items() if k[0] == "decode"):
+        gbs = v["gbs"]
+        ratios = "; ".join(
+            f"{k} {m:.2f} [{lo:.2f}-{hi:.2f}]" for k, (m, lo, hi) in v["ratios"].items()
+        )
+        tr.write_line(
+            f"decode {shape} ({v['weights_mb']:.0f} MB of q4), {t} thread(s): gemv_q4 "
+            f"{gbs['gemv_q4']:.1f} GB/s, gemv_q8 {gbs['gemv_q8']:.1f}, read {gbs['read']:.1f}, "
+            f"MatMulNBits acc4 {gbs['MatMulNBits q4 acc4']:.1f}; median per-round ratios "
+            f"[min-max]: {ratios}"
+        )
+    for (_kind, t, m), v in sorted((k, v) for k, v in r.items() if k[0] == "decode_batch"):
+        tr.write_line(
+            f"decode batch m={m}, {t} thread(s): gemv_q4 {v['gemv_q4']:.1f} GFLOP/s, SGEMM on "
+            f"dequantized weights {v['gemm_f32']:.1f} GFLOP/s"
+        )
+    for (kind, t, _n), v in sorted(
+        (k, v) for k, v in r.items() if k[0] not in ("decode", "decode_batch")
+    ):
         if kind == "triad":
             tr.write_line(f"STREAM triad, {t} thread(s): {v:.1f} GB/s")
         if kind == "false_sharing":

@@ -1,0 +1,240 @@
+/* Weight-only quantized GEMV/GEMM for LLM decode: y[M, N] := x[M, K] @ W[K, N] with W stored
+ * as N rows (one per output) of K/32 blocks of 32 weights along K, one fp32 scale per block
+ * (llama.cpp's Q8_0 and Q4_0/Q4_1 shapes). Decode reads every weight byte once per token, so
+ * these kernels are judged against the memory read bandwidth, not the FMA peak.
+ *
+ *   q8: qs int8 [N][K], w = d * q.
+ *   q4: qs uint8 [N][K/2]: byte j of a block holds element j (low nibble) and j + 16 (high
+ *       nibble), unsigned 0..15; w = d * q + c, c the block's min (asymmetric, c given) or
+ *       -8 d (symmetric, c NULL: not stored, so not read).
+ *
+ * Two ways to compute, chosen per dispatch-table row by measurement (docs/guide/kernels.md):
+ *   f32: weights widened to fp32 in registers, FMAs against x (exact up to fp32 rounding);
+ *   i8:  x quantized per block to int8 (scale max|x|/127) and int8 dot products with
+ *        vpdpbusd, as ONNX Runtime's MatMulNBits at accuracy level 4 does.
+ *
+ * xs[M][K/32] are the block sums of x (the q4 offset term c * sum(x) and the i8 path's
+ * correction use them); the facade computes them once per call. Threads split N. */
+#ifndef PERFSUITE_GEMV_Q_H
+#define PERFSUITE_GEMV_Q_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <omp.h>
+
+#define PS_QBLOCK 32
+
+typedef void (*ps_gemv_q8_fn)(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
+                              const float *xs, const int8_t *qs, const float *d, float *y,
+                              int threads);
+typedef void (*ps_gemv_q4_fn)(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
+                              const float *xs, const uint8_t *qs, const float *d,
+                              const float *c, float *y, int threads);
+
+/* -- generic: the reference the SIMD rows are tested against -------------------------------- */
+
+static void gemv_q8_generic(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
+                            const float *xs, const int8_t *qs, const float *d, float *y,
+                            int threads) {
+    (void)xs;
+    const ptrdiff_t K = Kb * PS_QBLOCK;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (ptrdiff_t n = 0; n < N; ++n)
+        for (ptrdiff_t m = 0; m < M; ++m) {
+            float acc = 0.0f;
+            for (ptrdiff_t b = 0; b < Kb; ++b) {
+                float s = 0.0f;
+                for (int j = 0; j < PS_QBLOCK; ++j)
+                    s += (float)qs[n * K + b * PS_QBLOCK + j] * x[m * K + b * PS_QBLOCK + j];
+                acc += d[n * Kb + b] * s;
+            }
+            y[m * N + n] = acc;
+        }
+}
+
+static inline int ps_q4_at(const uint8_t *block, int j) {
+    return j < 16 ? block[j] & 15 : block[j - 16] >> 4;
+}
+
+static void gemv_q4_generic(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
+                            const float *xs, const uint8_t *qs, const float *d, const float *c,
+                            float *y, int threads) {
+    const ptrdiff_t K = Kb * PS_QBLOCK;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (ptrdiff_t n = 0; n < N; ++n)
+        for (ptrdiff_t m = 0; m < M; ++m) {
+            float acc = 0.0f;
+            for (ptrdiff_t b = 0; b < Kb; ++b) {
+                const uint8_t *block = qs + (n * Kb + b) * (PS_QBLOCK / 2);
+                float s = 0.0f;
+                for (int j = 0; j < PS_QBLOCK; ++j)
+                    s += (float)ps_q4_at(block, j) * x[m * K + b * PS_QBLOCK + j];
+                const float cb = c ? c[n * Kb + b] : -8.0f * d[n * Kb + b];
+                acc += d[n * Kb + b] * s + cb * xs[m * Kb + b];
+            }
+            y[m * N + n] = acc;
+        }
+}
+
+#if defined(__x86_64__)
+
+/* Rows of x handled together: each widened weight vector is used MR times from registers. */
+#define PS_GEMV_MR 4
+
+/* -- AVX2 + FMA: the f32 path ------------------------------------------------------------ */
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#include <immintrin.h>
+
+static inline float ps_gemv_hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* The 32 weights of a block as four vectors of 8 floats. */
+static inline void ps_q8_widen_avx2(const int8_t *q, __m256 w[4]) {
+    for (int i = 0; i < 4; ++i)
+        w[i] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * i))));
+}
+
+static inline void ps_q4_widen_avx2(const uint8_t *q, __m256 w[4]) {
+    const __m128i bytes = _mm_loadu_si128((const __m128i *)q);
+    const __m128i mask = _mm_set1_epi8(15);
+    const __m128i lo = _mm_and_si128(bytes, mask), hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
+    w[0] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo));
+    w[1] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)));
+    w[2] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));
+    w[3] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)));
+}
+
+/* y[m0:m0+mr, n] for one output n: per block, widen once, FMA against each row's x. */
+#define PS_GEMV_ROW_AVX2(WIDEN, QROW, QSTRIDE)                                                 \
+    for (ptrdiff_t m0 = 0; m0 < M; m0 += PS_GEMV_MR) {                                         \
+        const int mr = M - m0 < PS_GEMV_MR ? (int)(M - m0) : PS_GEMV_MR;                       \
+        __m256 acc[PS_GEMV_MR];                                                                \
+        for (int r = 0; r < PS_GEMV_MR; ++r) acc[r] = _mm256_setzero_ps();                    \
+        for (ptrdiff_t b = 0; b < Kb; ++b) {                                                   \
+            __m256 w[4];                                                                       \
+            WIDEN((QROW) + b * (QSTRIDE), w);                                                  \
+            const __m256 db = _mm256_set1_ps(drow[b]);                                         \
+            for (int r = 0; r < mr; ++r) {                                                     \
+                const float *xb = x + (m0 + r) * K + b * PS_QBLOCK;                            \
+                __m256 t = _mm256_mul_ps(w[0], _mm256_loadu_ps(xb));                          \
+                t = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(xb + 8), t);                         \
+                t = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xb + 16), t);                        \
+                t = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xb + 24), t);                        \
+                acc[r] = _mm256_fmadd_ps(db, t, acc[r]);                                       \
+            }                                                                                  \
+        }                                                                                      \
+        for (int r = 0; r < mr; ++r) y[(m0 + r) * N + n] = ps_gemv_hsum256(acc[r]);           \
+    }
+
+static void gemv_q8_avx2(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
+                         const float *xs, const int8_t *qs, const float *d, float *y,
+                         int threads) {
+    (void)xs;
+    const ptrdiff_t K = Kb * PS_QBLOCK;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (ptrdiff_t n = 0; n < N; ++n) {
+        const float *drow = d + n * Kb;
+        PS_GEMV_ROW_AVX2(ps_q8_widen_avx2, qs + n * K, PS_QBLOCK)
+    }
+}
+
+/* The q4 offset term: y[m, n] += sum_b c[n, b] * xs[m, b] (c = -8 d when symmetric). */
+static inline float ps_dot_f32_avx2(const float *a, const float *b, ptrdiff_t n) {
+    __m256 acc = _mm256_setzero_ps();
+    ptrdiff_t i = 0;
+    for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+    float s = ps_gemv_hsum256(acc);
+    for (; i < n; ++i) s += a[i] * b[i];
+    return s;
+}
+
+static inline float ps_q4_offset_avx2(const float *c, const float *drow, ptrdiff_t n,
+                                      ptrdiff_t Kb, const float *xs) {
+    return c ? ps_dot_f32_avx2(c + n * Kb, xs, Kb) : -8.0f * ps_dot_f32_avx2(drow, xs, Kb);
+}
+
+static void gemv_q4_avx2(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
+                         const float *xs, const uint8_t *qs, const float *d, const float *c,
+                         float *y, int threads) {
+    const ptrdiff_t K = Kb * PS_QBLOCK;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (ptrdiff_t n = 0; n < N; ++n) {
+        const float *drow = d + n * Kb;
+        PS_GEMV_ROW_AVX2(ps_q4_widen_avx2, qs + n * Kb * (PS_QBLOCK / 2), PS_QBLOCK / 2)
+        for (ptrdiff_t m = 0; m < M; ++m) y[m * N + n] += ps_q4_offset_avx2(c, drow, n, Kb, xs + m * Kb);
+    }
+}
+
+#pragma GCC pop_options
+
+/* -- AVX-512: the f32 path with zmm, and the i8 path with VNNI ------------------------------- */
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+
+static inline void ps_q8_widen_avx512(const int8_t *q, __m512 w[2]) {
+    w[0] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q)));
+    w[1] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(q + 16))));
+}
+
+static inline void ps_q4_widen_avx512(const uint8_t *q, __m512 w[2]) {
+    const __m128i bytes = _mm_loadu_si128((const __m128i *)q);
+    const __m128i mask = _mm_set1_epi8(15);
+    w[0] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(bytes, mask)));
+    w[1] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask)));
+}
+
+#define PS_GEMV_ROW_AVX512(WIDEN, QROW, QSTRIDE)                                               \
+    for (ptrdiff_t m0 = 0; m0 < M; m0 += PS_GEMV_MR) {                                         \
+        const int mr = M - m0 < PS_GEMV_MR ? (int)(M - m0) : PS_GEMV_MR;                       \
+        __m512 acc[PS_GEMV_MR];                                                                \
+        for (int r = 0; r < PS_GEMV_MR; ++r) acc[r] = _mm512_setzero_ps();                    \
+        for (ptrdiff_t b = 0; b < Kb; ++b) {                                                   \
+            __m512 w[2];                                                                       \
+            WIDEN((QROW) + b * (QSTRIDE), w);                                                  \
+            const __m512 db = _mm512_set1_ps(drow[b]);                                         \
+            for (int r = 0; r < mr; ++r) {                                                     \
+                const float *xb = x + (m0 + r) * K + b * PS_QBLOCK;                            \
+                const __m512 t = _mm512_fmadd_ps(w[1], _mm512_loadu_ps(xb + 16),               \
+                                                 _mm512_mul_ps(w[0], _mm512_loadu_ps(xb)));    \
+                acc[r] = _mm512_fmadd_ps(db, t, acc[r]);                                       \
+            }                                                                                  \
+        }                                                                                      \
+        for (int r = 0; r < mr; ++r) y[(m0 + r) * N + n] = _mm512_reduce_add_ps(acc[r]);      \
+    }
+
+static void gemv_q8_avx512(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
+                           const float *xs, const int8_t *qs, const float *d, float *y,
+                           int threads) {
+    (void)xs;
+    const ptrdiff_t K = Kb * PS_QBLOCK;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (ptrdiff_t n = 0; n < N; ++n) {
+        const float *drow = d + n * Kb;
+        PS_GEMV_ROW_AVX512(ps_q8_widen_avx512, qs + n * K, PS_QBLOCK)
+    }
+}
+
+static void gemv_q4_avx512(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
+                           const float *xs, const uint8_t *qs, const float *d, const float *c,
+                           float *y, int threads) {
+    const ptrdiff_t K = Kb * PS_QBLOCK;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (ptrdiff_t n = 0; n < N; ++n) {
+        const float *drow = d + n * Kb;
+        PS_GEMV_ROW_AVX512(ps_q4_widen_avx512, qs + n * Kb * (PS_QBLOCK / 2), PS_QBLOCK / 2)
+        for (ptrdiff_t m = 0; m < M; ++m) y[m * N + n] += ps_q4_offset_avx2(c, drow, n, Kb, xs + m * Kb);
+    }
+}
+
+#pragma GCC pop_options
+#define PS_HAVE_GEMV_Q_BUILD 1
+#endif
+
+#endif
