@@ -111,27 +111,67 @@ static inline void ps_q4_widen_avx2(const uint8_t *q, __m256 w[4]) {
     w[3] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)));
 }
 
-/* y[m0:m0+mr, n] for one output n: per block, widen once, FMA against each row's x. */
-#define PS_GEMV_ROW_AVX2(WIDEN, QROW, QSTRIDE)                                                 \
-    for (ptrdiff_t m0 = 0; m0 < M; m0 += PS_GEMV_MR) {                                         \
-        const int mr = M - m0 < PS_GEMV_MR ? (int)(M - m0) : PS_GEMV_MR;                       \
-        __m256 acc[PS_GEMV_MR];                                                                \
-        for (int r = 0; r < PS_GEMV_MR; ++r) acc[r] = _mm256_setzero_ps();                    \
-        for (ptrdiff_t b = 0; b < Kb; ++b) {                                                   \
-            __m256 w[4];                                                                       \
-            WIDEN((QROW) + b * (QSTRIDE), w);                                                  \
-            const __m256 db = _mm256_set1_ps(drow[b]);                                         \
-            for (int r = 0; r < mr; ++r) {                                                     \
-                const float *xb = x + (m0 + r) * K + b * PS_QBLOCK;                            \
-                __m256 t = _mm256_mul_ps(w[0], _mm256_loadu_ps(xb));                          \
-                t = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(xb + 8), t);                         \
-                t = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xb + 16), t);                        \
-                t = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xb + 24), t);                        \
-                acc[r] = _mm256_fmadd_ps(db, t, acc[r]);                                       \
+/* R rows of x against one output row of W: per block, the weights are widened once and used
+ * for every row; U blocks in flight, each with its own accumulators, because one chain of
+ * FMAs per row was latency bound (one block per FMA latency: gemv_q4 at 0.52 of the read
+ * bandwidth on Zen 5, 1 thread). NW vectors of LANES floats make a block. */
+#define PS_GEMV_RUN(NAME, VEC, TQ, WIDEN, NW, LANES, QSTRIDE, R, U, ZERO, SET1, MUL, FMA, ADD,   \
+                    LOAD, HSUM)                                                                  \
+    static inline void NAME(ptrdiff_t Kb, ptrdiff_t K, const float *x, const TQ *qrow,         \
+                            const float *drow, float *y, ptrdiff_t ystride) {                  \
+        VEC acc[R][U];                                                                         \
+        for (int r = 0; r < R; ++r)                                                            \
+            for (int u = 0; u < U; ++u) acc[r][u] = ZERO();                                    \
+        ptrdiff_t b = 0;                                                                       \
+        for (; b + U <= Kb; b += U)                                                            \
+            _Pragma("GCC unroll 4") for (int u = 0; u < U; ++u) {                              \
+                VEC w[NW];                                                                     \
+                WIDEN(qrow + (b + u) * (QSTRIDE), w);                                          \
+                const VEC db = SET1(drow[b + u]);                                              \
+                _Pragma("GCC unroll 4") for (int r = 0; r < R; ++r) {                          \
+                    const float *xb = x + r * K + (b + u) * PS_QBLOCK;                         \
+                    VEC t = MUL(w[0], LOAD(xb));                                               \
+                    for (int i = 1; i < NW; ++i) t = FMA(w[i], LOAD(xb + i * LANES), t);      \
+                    acc[r][u] = FMA(db, t, acc[r][u]);                                         \
+                }                                                                              \
+            }                                                                                  \
+        for (; b < Kb; ++b) {                                                                  \
+            VEC w[NW];                                                                         \
+            WIDEN(qrow + b * (QSTRIDE), w);                                                    \
+            const VEC db = SET1(drow[b]);                                                      \
+            for (int r = 0; r < R; ++r) {                                                      \
+                const float *xb = x + r * K + b * PS_QBLOCK;                                   \
+                VEC t = MUL(w[0], LOAD(xb));                                                   \
+                for (int i = 1; i < NW; ++i) t = FMA(w[i], LOAD(xb + i * LANES), t);          \
+                acc[r][0] = FMA(db, t, acc[r][0]);                                             \
             }                                                                                  \
         }                                                                                      \
-        for (int r = 0; r < mr; ++r) y[(m0 + r) * N + n] = ps_gemv_hsum256(acc[r]);           \
+        for (int r = 0; r < R; ++r) {                                                          \
+            VEC sum = acc[r][0];                                                               \
+            for (int u = 1; u < U; ++u) sum = ADD(sum, acc[r][u]);                             \
+            y[r * ystride] = HSUM(sum);                                                        \
+        }                                                                                      \
     }
+
+/* y[:, n] for every row of x: four rows at a time, then one by one. */
+#define PS_GEMV_ROWS(RUN4, RUN1, QROW)                                                         \
+    {                                                                                          \
+        ptrdiff_t m0 = 0;                                                                      \
+        for (; m0 + PS_GEMV_MR <= M; m0 += PS_GEMV_MR)                                         \
+            RUN4(Kb, K, x + m0 * K, QROW, drow, y + m0 * N + n, N);                            \
+        for (; m0 < M; ++m0) RUN1(Kb, K, x + m0 * K, QROW, drow, y + m0 * N + n, N);           \
+    }
+
+#define PS_AVX2_RUN(NAME, TQ, WIDEN, QSTRIDE, R, U)                                            \
+    PS_GEMV_RUN(NAME, __m256, TQ, WIDEN, 4, 8, QSTRIDE, R, U, _mm256_setzero_ps,               \
+                _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_loadu_ps, \
+                ps_gemv_hsum256)
+/* 16 ymm registers: 4 rows x 2 blocks in flight. One row runs with the same 2, so a row's
+ * result does not depend on how many rows came with it (batch invariance, tested). */
+PS_AVX2_RUN(ps_q8_run4_avx2, int8_t, ps_q8_widen_avx2, PS_QBLOCK, 4, 2)
+PS_AVX2_RUN(ps_q8_run1_avx2, int8_t, ps_q8_widen_avx2, PS_QBLOCK, 1, 2)
+PS_AVX2_RUN(ps_q4_run4_avx2, uint8_t, ps_q4_widen_avx2, PS_QBLOCK / 2, 4, 2)
+PS_AVX2_RUN(ps_q4_run1_avx2, uint8_t, ps_q4_widen_avx2, PS_QBLOCK / 2, 1, 2)
 
 static void gemv_q8_avx2(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
                          const float *xs, const int8_t *qs, const float *d, float *y,
@@ -141,7 +181,7 @@ static void gemv_q8_avx2(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (ptrdiff_t n = 0; n < N; ++n) {
         const float *drow = d + n * Kb;
-        PS_GEMV_ROW_AVX2(ps_q8_widen_avx2, qs + n * K, PS_QBLOCK)
+        PS_GEMV_ROWS(ps_q8_run4_avx2, ps_q8_run1_avx2, qs + n * K)
     }
 }
 
@@ -167,7 +207,7 @@ static void gemv_q4_avx2(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (ptrdiff_t n = 0; n < N; ++n) {
         const float *drow = d + n * Kb;
-        PS_GEMV_ROW_AVX2(ps_q4_widen_avx2, qs + n * Kb * (PS_QBLOCK / 2), PS_QBLOCK / 2)
+        PS_GEMV_ROWS(ps_q4_run4_avx2, ps_q4_run1_avx2, qs + n * Kb * (PS_QBLOCK / 2))
         for (ptrdiff_t m = 0; m < M; ++m) y[m * N + n] += ps_q4_offset_avx2(c, drow, n, Kb, xs + m * Kb);
     }
 }
@@ -190,24 +230,15 @@ static inline void ps_q4_widen_avx512(const uint8_t *q, __m512 w[2]) {
     w[1] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask)));
 }
 
-#define PS_GEMV_ROW_AVX512(WIDEN, QROW, QSTRIDE)                                               \
-    for (ptrdiff_t m0 = 0; m0 < M; m0 += PS_GEMV_MR) {                                         \
-        const int mr = M - m0 < PS_GEMV_MR ? (int)(M - m0) : PS_GEMV_MR;                       \
-        __m512 acc[PS_GEMV_MR];                                                                \
-        for (int r = 0; r < PS_GEMV_MR; ++r) acc[r] = _mm512_setzero_ps();                    \
-        for (ptrdiff_t b = 0; b < Kb; ++b) {                                                   \
-            __m512 w[2];                                                                       \
-            WIDEN((QROW) + b * (QSTRIDE), w);                                                  \
-            const __m512 db = _mm512_set1_ps(drow[b]);                                         \
-            for (int r = 0; r < mr; ++r) {                                                     \
-                const float *xb = x + (m0 + r) * K + b * PS_QBLOCK;                            \
-                const __m512 t = _mm512_fmadd_ps(w[1], _mm512_loadu_ps(xb + 16),               \
-                                                 _mm512_mul_ps(w[0], _mm512_loadu_ps(xb)));    \
-                acc[r] = _mm512_fmadd_ps(db, t, acc[r]);                                       \
-            }                                                                                  \
-        }                                                                                      \
-        for (int r = 0; r < mr; ++r) y[(m0 + r) * N + n] = _mm512_reduce_add_ps(acc[r]);      \
-    }
+#define PS_AVX512_RUN(NAME, TQ, WIDEN, QSTRIDE, R, U)                                          \
+    PS_GEMV_RUN(NAME, __m512, TQ, WIDEN, 2, 16, QSTRIDE, R, U, _mm512_setzero_ps,              \
+                _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_loadu_ps, \
+                _mm512_reduce_add_ps)
+/* 32 zmm registers: 4 rows x 4 blocks in flight */
+PS_AVX512_RUN(ps_q8_run4_avx512, int8_t, ps_q8_widen_avx512, PS_QBLOCK, 4, 4)
+PS_AVX512_RUN(ps_q8_run1_avx512, int8_t, ps_q8_widen_avx512, PS_QBLOCK, 1, 4)
+PS_AVX512_RUN(ps_q4_run4_avx512, uint8_t, ps_q4_widen_avx512, PS_QBLOCK / 2, 4, 4)
+PS_AVX512_RUN(ps_q4_run1_avx512, uint8_t, ps_q4_widen_avx512, PS_QBLOCK / 2, 1, 4)
 
 static void gemv_q8_avx512(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
                            const float *xs, const int8_t *qs, const float *d, float *y,
@@ -217,7 +248,7 @@ static void gemv_q8_avx512(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (ptrdiff_t n = 0; n < N; ++n) {
         const float *drow = d + n * Kb;
-        PS_GEMV_ROW_AVX512(ps_q8_widen_avx512, qs + n * K, PS_QBLOCK)
+        PS_GEMV_ROWS(ps_q8_run4_avx512, ps_q8_run1_avx512, qs + n * K)
     }
 }
 
@@ -228,7 +259,7 @@ static void gemv_q4_avx512(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (ptrdiff_t n = 0; n < N; ++n) {
         const float *drow = d + n * Kb;
-        PS_GEMV_ROW_AVX512(ps_q4_widen_avx512, qs + n * Kb * (PS_QBLOCK / 2), PS_QBLOCK / 2)
+        PS_GEMV_ROWS(ps_q4_run4_avx512, ps_q4_run1_avx512, qs + n * Kb * (PS_QBLOCK / 2))
         for (ptrdiff_t m = 0; m < M; ++m) y[m * N + n] += ps_q4_offset_avx2(c, drow, n, Kb, xs + m * Kb);
     }
 }
