@@ -144,6 +144,7 @@ typedef struct {
     double (*peak)(int64_t, int);
     ps_gemv_q8_fn gemv_q8; /* weight-only decode kernels (gemv_q.h) */
     ps_gemv_q4_fn gemv_q4;
+    int gemv_q4_i8; /* 1: gemv_q4 quantizes x to int8 per block (vpdpbusd), 0: fp32 */
 } ps_kernel_table;
 
 #define PS_TILE_6x16(KSTEP) {PS_MR, PS_NR, KSTEP}
@@ -168,8 +169,10 @@ typedef struct {
     .quantize_u8 = quantize_u8_avx2, .quantize_s8 = quantize_s8_avx2,                           \
     .dequantize_u8 = dequantize_u8_avx2, .dequantize_s8 = dequantize_s8_avx2,                   \
     .triad = triad_f32_avx2, .copy = copy_f32_avx2
-/* Weight-only decode kernels of every AVX-512 level. */
-#define PS_AVX512_GEMV .gemv_q8 = gemv_q8_avx512, .gemv_q4 = gemv_q4_avx512
+/* Weight-only decode kernels: fp32 widening without VNNI, int8 x and vpdpbusd for q4 with it. */
+#define PS_AVX512_GEMV .gemv_q8 = gemv_q8_avx512, .gemv_q4 = gemv_q4_avx512, .gemv_q4_i8 = 0
+#define PS_AVX512_VNNI_GEMV                                                                    \
+    .gemv_q8 = gemv_q8_avx512, .gemv_q4 = gemv_q4_avx512_vnni, .gemv_q4_i8 = 1
 /* BF16 emulated in scalar fp32: every level below avx512_bf16. */
 #define PS_BF16_EMULATED                                                                       \
     .gemm_bf16 = gemm_bf16_generic, .tile_bf16 = PS_TILE_6x16(2), .bf16_native = 0,            \
@@ -223,7 +226,7 @@ static const ps_kernel_table PS_KERNEL_TABLE[] = {
         PS_BF16_EMULATED,
         PS_AVX2_BANDWIDTH,
         .peak = fma_peak_avx512,
-        PS_AVX512_GEMV,
+        PS_AVX512_VNNI_GEMV,
     },
     {
         .name = "avx512_bf16",
@@ -235,7 +238,7 @@ static const ps_kernel_table PS_KERNEL_TABLE[] = {
         .f32_to_bf16 = f32_to_bf16_avx512_bf16,
         PS_AVX2_BANDWIDTH,
         .peak = fma_peak_avx512,
-        PS_AVX512_GEMV,
+        PS_AVX512_VNNI_GEMV,
     },
 };
 

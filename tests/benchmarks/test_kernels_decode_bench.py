@@ -68,6 +68,15 @@ def matmulnbits(p: Packed, accuracy_level: int, threads: int):
     return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
 
 
+def F32_PATH(x, q4, threads, y) -> dict:
+    """Where the variant in use quantizes x to int8 for q4, the same call through the fp32
+    path (the avx512 row) too: the two ways, measured in one run, are why a row has its path."""
+    if not kernels.variant_info(kernels.isa())["gemv_q4_i8"]:
+        return {}
+    call = lambda: kernels.gemv_q4(x, q4, threads, isa="avx512", out=y)  # noqa: E731
+    return {"gemv_q4 f32 path": (call, q4.nbytes)}
+
+
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_decode_gemv(benchmark, kernel_results, save_kernel, shape, threads):
@@ -78,6 +87,7 @@ def test_decode_gemv(benchmark, kernel_results, save_kernel, shape, threads):
     ort_q4 = {lvl: matmulnbits(q4, lvl, threads) for lvl in (4, 0)}
     ops = {
         "gemv_q4": (lambda: kernels.gemv_q4(x, q4, threads, out=y), q4.nbytes),
+        **F32_PATH(x, q4, threads, y),
         "gemv_q8": (lambda: kernels.gemv_q8(x, q8, threads, out=y), q8.nbytes),
         **{f"MatMulNBits q4 acc{lvl}": ((lambda s=s: s.run(None, {"x": x})), q4.nbytes)
            for lvl, s in ort_q4.items()},
@@ -111,6 +121,8 @@ def test_decode_gemv(benchmark, kernel_results, save_kernel, shape, threads):
         "gemv_q4 / MatMulNBits acc4": ratio("gemv_q4", "MatMulNBits q4 acc4"),
         "gemv_q4 / MatMulNBits acc0": ratio("gemv_q4", "MatMulNBits q4 acc0"),
     }
+    if "gemv_q4 f32 path" in gbs:
+        ratios["gemv_q4 i8 / f32 path"] = ratio("gemv_q4", "gemv_q4 f32 path")
     kernel_results[("decode", threads, shape)] = {"gbs": medians, "ratios": ratios,
                                                   "weights_mb": q4.nbytes / 2**20}  # fmt: skip
     benchmark.extra_info.update(

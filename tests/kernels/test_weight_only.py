@@ -1,5 +1,6 @@
 """The weight-only decode kernels (gemv_q8, gemv_q4) against numpy on the dequantized weights,
-for every ISA variant this CPU runs: odd K and N, K not a multiple of the block (padded with
+for every ISA variant this CPU runs (the q4 rows that quantize x to int8 within that rounding's
+own bound as well): odd K and N, K not a multiple of the block (padded with
 zero weights), 1 to 16 rows of x, threads. And the quantizers' own error: each weight within
 half a step of its block's grid (a whole step where Q4_0's grid clips the top value).
 
@@ -46,6 +47,18 @@ def bound(x: np.ndarray, packed) -> np.ndarray:
     return 2 * n * u / (1 - n * u) * (np.abs(x).astype(np.float64) @ magnitudes(packed)) + 1e-30
 
 
+def int8_x_bound(x: np.ndarray, p) -> np.ndarray:
+    """The i8 path's own error (rows with ``gemv_q4_i8``): x rounded per block to int8 with
+    sx = max|x| / 127 moves each product by at most sx / 2 * |d| q."""
+    blocks = -(-x.shape[1] // 32)
+    xp = np.zeros((x.shape[0], blocks * 32))
+    xp[:, : x.shape[1]] = np.abs(x)
+    sx = xp.reshape(x.shape[0], blocks, 32).max(axis=2) / 127
+    half = p.qs.reshape(p.n, p.blocks, 16)
+    qsum = (half & 15).sum(axis=2, dtype=np.float64) + (half >> 4).sum(axis=2, dtype=np.float64)
+    return 1.01 * (sx / 2) @ (np.abs(p.scales.astype(np.float64)) * qsum).T
+
+
 @st.composite
 def case(draw):
     m, k, n = draw(st.integers(1, 16)), draw(DIMS), draw(DIMS)
@@ -66,7 +79,10 @@ def test_gemv_matches_numpy_on_the_dequantized_weights(isa, fmt, data, threads):
     deq = packed.dequantize().astype(np.float64)
     y = gemv(x, packed, threads=threads, isa=isa)
     assert y.shape == (x.shape[0], w.shape[1]) and y.dtype == np.float32
-    assert np.all(np.abs(y - x.astype(np.float64) @ deq) <= bound(x, packed))
+    limit = bound(x, packed)
+    if fmt != "q8" and kernels.variant_info(isa)["gemv_q4_i8"]:
+        limit = limit + int8_x_bound(x, packed)
+    assert np.all(np.abs(y - x.astype(np.float64) @ deq) <= limit)
     one = gemv(x[0], packed, isa=isa)  # a vector gives a vector: the same row, bit for bit
     assert one.shape == (w.shape[1],) and np.array_equal(one, y[0])
 
@@ -95,6 +111,18 @@ def test_threads_split_outputs_so_results_are_bit_identical(isa):
         one = gemv(x, packed, threads=1, isa=isa)
         assert np.array_equal(one, gemv(x, packed, threads=2, isa=isa))
         assert np.array_equal(one, gemv(x, packed, threads=7, isa=isa))
+
+
+@pytest.mark.parametrize("isa", isa_params(("avx512_vnni",)))
+def test_the_vnni_rows_really_take_the_int8_path(isa):
+    """Their q4 results differ from the f32 path's (x rounded to int8), within the bound."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 512), dtype=np.float32)
+    packed = kernels.quantize_q4(rng.standard_normal((512, 64), dtype=np.float32))
+    f32 = kernels.gemv_q4(x, packed, isa="avx512")
+    i8 = kernels.gemv_q4(x, packed, isa=isa)
+    assert not np.array_equal(f32, i8)
+    assert np.all(np.abs(i8 - f32) <= int8_x_bound(x, packed) + bound(x, packed))
 
 
 def test_a_packed_matrix_carries_its_layout_and_size():
