@@ -2,14 +2,15 @@
 INT8 saturation without VNNI and the BF16 layout: docs/guide/kernels.md).
 
 The variant, a row of the dispatch table in ``kernels/dispatch.h``, is chosen once per
-process: the best one the CPU can run, or the one named by ``PERFSUITE_FORCE_ISA``; each
-kernel also takes ``isa=``. Bad input raises ``TypeError``/``ValueError`` naming the problem;
-nothing reaches the C code that could crash it.
+process (``perfsuite.dispatch``): the best one the CPU can run, or the one named by
+``PERFSUITE_FORCE_ISA``; each kernel also takes ``isa=``. Bad input raises
+``TypeError``/``ValueError`` naming the problem (``perfsuite.arrays``); nothing reaches the C
+code that could crash it. The weight-only decode kernels are ``perfsuite.weight_only``'s,
+reached here too.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from functools import cache
@@ -18,122 +19,23 @@ from pathlib import Path
 import numpy as np
 
 from perfsuite import _kernels
-
-FORCE_ENV = "PERFSUITE_FORCE_ISA"
-
-# The CPU flags of kernels/cpu_features.h (PS_CPU_FLAGS), the one list: /proc/cpuinfo spellings.
-_FLAGS = _kernels.cpu_flags()
-CPU_FLAGS = tuple(name for name, os_state, _ in _FLAGS if not os_state)
-OS_STATES = tuple(name for name, os_state, _ in _FLAGS if os_state)  # XCR0: os_avx, os_avx512
-# The flags the host fingerprint records as must-match isa.<name> fields.
-FINGERPRINT_FLAGS = tuple(name for name, _, recorded in _FLAGS if recorded)
-
-_VARIANTS = {v["name"]: v for v in _kernels.variants()}
-KNOWN_ISAS = tuple(_VARIANTS)
-
-
-def cpu_features() -> dict[str, bool]:
-    """What cpuid/xgetbv report for each of CPU_FLAGS and OS_STATES (OS register state)."""
-    return _kernels.cpu_features()
-
-
-def runnable_isas() -> list[str]:
-    """Variants compiled in this build that this CPU can execute, best last."""
-    return [name for name, v in _VARIANTS.items() if v["runnable"]]
-
-
-def variant_info(name: str) -> dict:
-    """One dispatch-table row: required CPU flags and OS register state, runnable here, GEMM
-    register tiles (mr, nr, kstep) per element type, INT8 saturation and native BF16."""
-    if name not in _VARIANTS:
-        raise ValueError(f"unknown isa {name!r}; choose one of {', '.join(KNOWN_ISAS)}")
-    return dict(_VARIANTS[name])
-
-
-def missing_flags(name: str) -> list[str]:
-    """CPU flags variant ``name`` needs that this CPU (or OS register state) lacks; the
-    reason a test of that variant skips."""
-    have = cpu_features()
-    info = variant_info(name)
-    return [f for f in info["requires"] + info["os_state"] if not have[f]]
-
-
-@cache
-def forced_isa_problem() -> str | None:
-    """Why PERFSUITE_FORCE_ISA cannot be used on this CPU, or None (unset or usable): the
-    faces check it before anything runs, as a usage error."""
-    try:
-        isa()  # unset, it names the best runnable variant and cannot fail
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
-def isa() -> str:
-    """The variant in use: forced by PERFSUITE_FORCE_ISA, else the best runnable one."""
-    forced = os.environ.get(FORCE_ENV, "").strip().lower()
-    runnable = runnable_isas()
-    if not forced:
-        return runnable[-1]
-    if forced not in KNOWN_ISAS:
-        raise ValueError(
-            f"{FORCE_ENV}={forced!r} is not a known ISA variant; "
-            f"choose one of {', '.join(KNOWN_ISAS)}"
-        )
-    if forced not in runnable:
-        raise ValueError(
-            f"{FORCE_ENV}={forced!r} cannot run on this CPU (runnable: {', '.join(runnable)})"
-        )
-    return forced
-
+from perfsuite.arrays import _array, _out, _threads
+from perfsuite.dispatch import (  # noqa: F401  (the facade's public names)
+    CPU_FLAGS,
+    FINGERPRINT_FLAGS,
+    FORCE_ENV,
+    KNOWN_ISAS,
+    OS_STATES,
+    _isa_code,
+    cpu_features,
+    forced_isa_problem,
+    isa,
+    missing_flags,
+    runnable_isas,
+    variant_info,
+)
 
 _active_isa = isa  # blocking() takes a parameter named isa
-
-
-def _isa_code(requested: str | None) -> int:
-    name = isa() if requested is None else requested
-    if not variant_info(name)["runnable"]:
-        raise ValueError(f"isa {name!r} cannot run on this CPU (runnable: {runnable_isas()})")
-    return _VARIANTS[name]["code"]
-
-
-# -- validation -----------------------------------------------------------------------------
-
-
-def _array(name: str, x, dtype, ndim: int) -> np.ndarray:
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"{name} must be a numpy array, got {type(x).__name__}")
-    if x.dtype != dtype:
-        raise TypeError(f"{name} must be {np.dtype(dtype)}, got {x.dtype}")
-    if x.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D, got shape {x.shape}")
-    if not x.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous (use np.ascontiguousarray)")
-    if x.size == 0:
-        raise ValueError(f"{name} is empty (shape {x.shape}); every dimension must be >= 1")
-    return x
-
-
-def _threads(threads) -> int:
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
-        raise TypeError(f"threads must be an int, got {type(threads).__name__}")
-    if threads < 1:
-        raise ValueError(f"threads must be >= 1, got {threads}")
-    return int(threads)
-
-
-def _out(out, shape, dtype, inputs) -> np.ndarray:
-    if out is None:
-        return np.empty(shape, dtype)
-    _array("out", out, dtype, len(shape))
-    if out.shape != shape:
-        raise ValueError(f"out has shape {out.shape}, expected {shape}")
-    if not out.flags.writeable:
-        raise ValueError("out is read-only")
-    for name, x in inputs:
-        if np.shares_memory(out, x):
-            raise ValueError(f"out overlaps input {name}; pass a separate buffer")
-    return out
 
 
 def _matmul_shapes(a: np.ndarray, b: np.ndarray) -> tuple[int, int, int]:

@@ -17,7 +17,8 @@ from typing import Literal
 import numpy as np
 
 from perfsuite import _kernels
-from perfsuite.kernels import _array, _isa_code, _out, _threads
+from perfsuite.arrays import _array, _out, _threads
+from perfsuite.dispatch import _isa_code
 
 BLOCK = 32
 MAX_ROWS = 16  # decode and small batches; beyond, a GEMM on dequantized weights is the tool
