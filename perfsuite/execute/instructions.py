@@ -64,8 +64,27 @@ def _gemm(kernel: str, op: str, n: int, arrays: str) -> KernelPoint:
     return KernelPoint(f"{kernel}-n{n}", call, setup, f"*{kernel}_into*")
 
 
+_GEMV = """
+import numpy as np
+from perfsuite import kernels
+rng = np.random.default_rng(0)
+w = rng.standard_normal((1024, 256), dtype=np.float32)
+x = rng.standard_normal((1, 1024), dtype=np.float32)
+packed = kernels.quantize_{fmt}(w)
+out = np.empty((1, 256), np.float32)
+{{block}}
+"""
+
+
+def _gemv(fmt: str) -> KernelPoint:
+    call = f"kernels.gemv_{fmt}(x, packed, threads=1, out=out)"
+    return KernelPoint(f"gemv_{fmt}-k1024-n256", call, _GEMV.format(fmt=fmt), f"*gemv_{fmt}_into*")
+
+
 POINTS = [
     *(_gemm("gemm_f32", "f32", n, _F32) for n in (128, 256)),
+    _gemv("q8"),
+    _gemv("q4"),
     _gemm("gemm_u8s8_s32", "u8s8", 256, _U8S8),
     KernelPoint(
         "triad-n1048576",

@@ -23,10 +23,10 @@ from perfsuite.weight_only import BLOCK, Packed, read_gbs
 ALL_CORES = len(os.sched_getaffinity(0))
 THREADS = sorted({1, ALL_CORES})
 ROUNDS = 9
-# K x N: a 7-8 B layer's attention (4096 x 4096) and MLP (4096 x 14336) matrices, and one
-# whose int4 weights are 4x a 32 MB L3 (128 MB), where the cache cannot help.
+# K x N: a 7-8 B layer's attention (4096 x 4096) and MLP (4096 x 14336) matrices, one whose
+# int4 weights are 4x a 32 MB L3 (128 MB), where the cache cannot help, and Llama 3's LM head.
 SHAPES = {"attn 4096x4096": (4096, 4096), "mlp 4096x14336": (4096, 14336),
-          "4xL3 4096x65536": (4096, 65536)}  # fmt: skip
+          "4xL3 4096x65536": (4096, 65536), "lm_head 4096x128256": (4096, 128256)}  # fmt: skip
 
 
 def packed(fmt: str, k: int, n: int, seed: int = 0) -> Packed:
@@ -77,6 +77,27 @@ def F32_PATH(x, q4, threads, y) -> dict:
     return {"gemv_q4 f32 path": (call, q4.nbytes)}
 
 
+def openvino_q4(p: Packed, threads: int):
+    """OpenVINO's weight-compressed MatMul on the same bytes: the subgraph NNCF's
+    compress_weights writes (u4 constant, Convert, Subtract the zero point 8, Multiply by f16
+    scales, Reshape), which the CPU plugin runs as one fully connected layer with
+    decompression."""
+    import openvino as ov
+    from openvino import opset13 as ops
+
+    w = ops.constant(ov.Tensor(p.qs, [p.n, p.blocks, BLOCK], ov.Type.u4))
+    zp = ops.constant(np.array(8, np.uint8), ov.Type.u4)
+    scale = ops.constant(p.scales.astype(np.float16).reshape(p.n, p.blocks, 1))
+    deq = ops.multiply(ops.subtract(ops.convert(w, "f16"), ops.convert(zp, "f16")), scale)
+    wf = ops.convert(ops.reshape(deq, [p.n, p.k], special_zero=False), "f32")
+    x = ops.parameter([1, p.k], np.float32, name="x")
+    model = ov.Model([ops.matmul(x, wf, False, True)], [x])
+    config = {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32",
+              "PERFORMANCE_HINT": "LATENCY"}  # fmt: skip
+    request = ov.Core().compile_model(model, "CPU", config).create_infer_request()
+    return request
+
+
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_decode_gemv(benchmark, kernel_results, save_kernel, shape, threads):
@@ -85,12 +106,14 @@ def test_decode_gemv(benchmark, kernel_results, save_kernel, shape, threads):
     x = np.random.default_rng(2).standard_normal((1, k), dtype=np.float32)
     y = np.empty((1, n), np.float32)
     ort_q4 = {lvl: matmulnbits(q4, lvl, threads) for lvl in (4, 0)}
+    ov_q4 = openvino_q4(q4, threads)
     ops = {
         "gemv_q4": (lambda: kernels.gemv_q4(x, q4, threads, out=y), q4.nbytes),
         **F32_PATH(x, q4, threads, y),
         "gemv_q8": (lambda: kernels.gemv_q8(x, q8, threads, out=y), q8.nbytes),
         **{f"MatMulNBits q4 acc{lvl}": ((lambda s=s: s.run(None, {"x": x})), q4.nbytes)
            for lvl, s in ort_q4.items()},
+        "OpenVINO q4": (lambda: ov_q4.infer({"x": x}), q4.nbytes),
     }  # fmt: skip
     gbs: dict[str, list[float]] = {name: [] for name in [*ops, "read"]}
     order = list(ops)
@@ -120,6 +143,7 @@ def test_decode_gemv(benchmark, kernel_results, save_kernel, shape, threads):
         "gemv_q8 / bandwidth": ratio("gemv_q8", "read"),
         "gemv_q4 / MatMulNBits acc4": ratio("gemv_q4", "MatMulNBits q4 acc4"),
         "gemv_q4 / MatMulNBits acc0": ratio("gemv_q4", "MatMulNBits q4 acc0"),
+        "gemv_q4 / OpenVINO": ratio("gemv_q4", "OpenVINO q4"),
     }
     if "gemv_q4 f32 path" in gbs:
         ratios["gemv_q4 i8 / f32 path"] = ratio("gemv_q4", "gemv_q4 f32 path")
