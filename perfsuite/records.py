@@ -906,6 +906,17 @@ class InferenceOutcome(_Record):
     gate: InferenceGate | None  # None: no baseline to judge against
 
 
+class CounterProbes(_Record):
+    """The qualification's counters (the article's ``perf stat`` advice): perf on a GEMM and a
+    triad where the PMU counts; where it does not, why, and valgrind's instruction counts of
+    the kernels as the deterministic stand-in."""
+
+    perf: dict[str, Counters] = {}  # probe -> what perf counted around it
+    unsupported: str | None = None  # why perf counts nothing here
+    instructions: dict[str, int] = {}  # kernel point -> instructions (valgrind, AVX2 rows)
+    instructions_skipped: str | None = None  # why there are no instruction counts either
+
+
 class HostMeasurements(_Record):
     """What ``perfsuite qualify`` measured on one host (GB/s and GFLOP/s)."""
 
@@ -918,6 +929,7 @@ class HostMeasurements(_Record):
     fma_repeats: list[NonNegative] = Field(min_length=1)
     inference: InferenceOutcome | None = None
     recorded_at: str | None = None  # ISO time, when a report carries it
+    counters: CounterProbes | None = None  # additive in qualification/1
 
 
 class QualificationReport(_Record):

@@ -23,6 +23,7 @@ from perfsuite.host import placement
 from perfsuite.host.fingerprint import fingerprint
 from perfsuite.host.topology import read_topology
 from perfsuite.prepare.backends import software_versions
+from perfsuite.qualify.counters import check_counters, measure_counters
 from perfsuite.records import Check
 from perfsuite.store import scheme_of
 from perfsuite.sweep.finish import FinishOptions, failures, finish
@@ -465,6 +466,7 @@ def evaluate(
     checks += check_inference(m.inference)
     checks += check_serving(results, ref)
     checks += check_decode(results, ref)
+    checks += check_counters(m.counters)
     return checks
 
 
@@ -554,6 +556,7 @@ def measure(topo, *, quick: bool = False, mechanism: str = "auto") -> records.Ho
         quick=quick,
         gemm_efficiency=gemm / max(repeats),
         fma_repeats=repeats,
+        counters=measure_counters(quick=quick),
     )
 
 
