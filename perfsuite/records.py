@@ -932,6 +932,23 @@ class HostMeasurements(_Record):
     counters: CounterProbes | None = None  # additive in qualification/1
 
 
+class ArticleClaim(_Record):
+    """One of the tuning article's claims as measured on a host (``perfsuite.sweep.claims``)."""
+
+    claim: str
+    host_class: str
+    measured: str
+    verdict: Literal["confirmed", "refuted", "partly", "untestable here", "not measured"]
+    why: str
+    points: list[str] = []
+
+    def line(self) -> str:
+        used = f" [{', '.join(self.points)}]" if self.points else ""
+        measured = "" if self.measured == "-" else f"{self.measured}; "
+        head = f"claim '{self.claim}' on {self.host_class}: {self.verdict.upper()}"
+        return f"{head}: {measured}{self.why}{used}"
+
+
 class QualificationReport(_Record):
     schema_: Literal["perfsuite.qualification/1"] = Field(QUALIFICATION, alias="schema")
     verdict: Literal["PASS", "WARN", "FAIL"]
@@ -940,6 +957,7 @@ class QualificationReport(_Record):
     measurements: HostMeasurements
     seconds: NonNegative
     checks: list[Check]
+    claims: list[ArticleClaim] = []  # additive in qualification/1
 
 
 class Run(_Record):

@@ -65,12 +65,14 @@ def cmd_qualify(args) -> int:
             f"{c.status:<5} {c.group:<10} {c.name:<48} measured {c.measured!s:<22} "
             f"expected {c.expected!s:<18} {c.detail}"
         )
+    for claim in report.claims:
+        print(terminal_line(claim.line()))
     elapsed = time.perf_counter() - t0
     against = f"'{ref.sku}'" if ref else "no reference (checks that need one are WARN)"
     print(f"qualification of {fp.hardware_class} against {against}: {result} ({elapsed:.0f} s)")
     out = Path(args.out)
     write_json(out / "qualification.json", records.dump(report))
-    page = qualify.html(report.checks, f"qualification of {fp.hardware_class}")
+    page = qualify.html(report.checks, f"qualification of {fp.hardware_class}", report.claims)
     atomic_write_text(out / "qualification.html", page)
     print(f"reports: {out / 'qualification.json'}, {out / 'qualification.html'}")
     if args.save_reference:

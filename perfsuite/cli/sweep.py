@@ -47,7 +47,7 @@ def cmd_sweep(args) -> int:
     for host in sorted(fleet.records):
         cls = fleet.fingerprints[host].hardware_class
         print(f"== {host} ({cls}): {fleet.runs[host]}")
-        sweep_table(print, fleet.records[host], hardware_class=cls)
+        sweep_table(print, fleet.records[host])
         for pid, why in sorted(fleet.skipped[host].items()):
             print(f"skipped {pid}: {why}")
         failed |= bool(failures(fleet.records[host]))

@@ -560,9 +560,22 @@ def measure(topo, *, quick: bool = False, mechanism: str = "auto") -> records.Ho
     )
 
 
-def html(checks: list[Check], title: str) -> str:
+def html(checks: list[Check], title: str, claims: list[records.ArticleClaim] = ()) -> str:
     import html as h
 
+    claim_rows = "".join(
+        f"<tr><td>{h.escape(c.claim)}</td><td>{h.escape(c.verdict)}</td>"
+        f"<td>{h.escape(c.measured)}</td><td>{h.escape(c.why)}</td>"
+        f"<td>{h.escape(', '.join(c.points))}</td></tr>"
+        for c in claims
+    )
+    claims_table = (
+        "<h2>The article's claims on this host</h2><table id='claims'><tr><th>claim</th>"
+        "<th>verdict</th><th>measured</th><th>why</th><th>points</th></tr>"
+        f"{claim_rows}</table>"
+        if claims
+        else ""
+    )
     colour = {"PASS": "#dfd", "WARN": "#ffd", "FAIL": "#fdd", "SKIP": "#eee"}
     rows = "".join(
         f"<tr style='background:{colour[c.status]}'><td>{c.status}</td><td>{h.escape(c.group)}"
@@ -575,5 +588,5 @@ def html(checks: list[Check], title: str) -> str:
         "<style>body{font-family:sans-serif}td,th{padding:2px 8px}</style></head><body>"
         f"<h1>{h.escape(title)}: {verdict(checks)}</h1><table><tr><th>status</th>"
         "<th>group</th><th>check</th><th>measured</th><th>expected</th><th>detail</th></tr>"
-        f"{rows}</table></body></html>"
+        f"{rows}</table>{claims_table}</body></html>"
     )

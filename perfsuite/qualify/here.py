@@ -11,6 +11,7 @@ from perfsuite.host.fingerprint import fingerprint
 from perfsuite.host.topology import read_topology
 from perfsuite.prepare.backends import software_versions
 from perfsuite.qualify import checks as qualify
+from perfsuite.sweep.run_report import judge_claims
 
 
 def qualify_here(
@@ -34,6 +35,7 @@ def qualify_here(
         m = m.model_copy(update={"inference": info})
     checks = qualify.evaluate(fp.fields, m, reference, results)
     report = records.QualificationReport(
+        claims=judge_claims(results or [], fp),
         schema=records.QUALIFICATION,
         verdict=qualify.verdict(checks),
         reference=reference,

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from perfsuite.records import Point, Result, mode_kind
 
 # The tuning article's claim, checked per host class, never assumed.
-ARTICLE_INT8_CLAIM = (3.8, 5.2)
 # What an OpenVINO point really ran at (its effective INFERENCE_PRECISION_HINT).
 _RAN_AS = {"f32": "fp32", "bf16": "bf16", "f16": "f16"}
 
@@ -27,42 +26,6 @@ def table_key(p: Point, precision: str | None = None) -> tuple:
     """A point's row key: the same point at another precision shares all but that."""
     prec = p.precision if precision is None else precision
     return (p.model, p.framework, prec, p.threads, p.numa_node, p.batch, p.mode)
-
-
-def int8_claim(
-    by_key: dict, hardware_class: str, vnni: bool | None, cores: int | None = None
-) -> list[str]:
-    """The article's "INT8 is 3.8-5.2x faster" as measured here, one line per model: the
-    INT8/FP32 range over its static INT8 points (dynamic quantization is a known slow path,
-    reported apart in the ratios). Points with more threads than ``cores`` are left out:
-    oversubscribed FP32 collapses, INT8 less (docs/measurements/int8-per-generation.md)."""
-    per_model: dict[str, list] = {}
-    left_out = 0
-    for (m, fw, prec, t, n, b, mode), ips in by_key.items():
-        fp32 = by_key.get((m, fw, "fp32", t, n, b, mode))
-        if fp32 and prec.startswith("int8") and prec != "int8_dynamic":
-            if cores is not None and t > cores:
-                left_out += 1
-                continue
-            per_model.setdefault(m, []).append((ips / fp32, f"{fw} {prec} t{t}"))
-    claim_lo, claim_hi = ARTICLE_INT8_CLAIM
-    isa = {True: "VNNI", False: "no VNNI", None: "VNNI unknown"}[vnni]
-    note = f" ({left_out} oversubscribed point(s), threads > {cores} cores, left out)"
-    lines = []
-    for model, ratios in sorted(per_model.items()):
-        lo, hi = min(ratios)[0], max(ratios)[0]
-        if hi < claim_lo:
-            verdict = "refuted on this host class (every static INT8 point below 3.8x)"
-        elif lo >= claim_lo:
-            verdict = "confirmed on this host class (every static INT8 point at 3.8x or more)"
-        else:
-            verdict = "partly: some static INT8 points reach 3.8x, others do not"
-        lines.append(
-            f"article claim 'INT8 is {claim_lo}-{claim_hi}x faster than FP32', {model} on "
-            f"{hardware_class} ({isa}): measured {lo:.2f}-{hi:.2f}x over {len(ratios)} static "
-            f"INT8 point(s), best {max(ratios)[1]}: {verdict}{note if left_out else ''}"
-        )
-    return lines
 
 
 def run_label(point: Point) -> str:
@@ -166,14 +129,10 @@ def sweep_table(
     write: Callable[[str], None],
     records: list[Result],
     formula_threads: Callable[[str], int] | None = None,
-    *,
-    hardware_class: str | None = None,
-    vnni: bool | None = None,
-    cores: int | None = None,
 ) -> None:
     """framework | precision | threads | node | throughput | p50/p99 | spread, then INT8/FP32
-    and BF16/FP32 ratios per framework, the article's INT8 claim as measured on this host
-    class, and the article's thread formula against the measured best."""
+    and BF16/FP32 ratios per framework and the article's thread formula against the measured
+    best per group (the claims table, ``sweep.claims``, judges them)."""
     ok = [r for r in records if r.ok]
     sessions = any(r.stats.between_session_cv is not None for r in ok)  # of session medians
     write(
@@ -233,8 +192,6 @@ def sweep_table(
     for kind, lines in ratios.items():
         if lines:
             write(f"{kind}/FP32 throughput: " + "; ".join(lines))
-    for line in int8_claim(by_key, hardware_class or "this host", vnni, cores):
-        write(line)
     if formula_threads:
         groups: dict = {}
         for (m, fw, prec, t, n, b, mode), ips in by_key.items():

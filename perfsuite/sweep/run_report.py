@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from perfsuite.gate.report import latency_boxes, throughput_vs_threads
 from perfsuite.prepare import models, quantize
 from perfsuite.prepare.diagnose import diagnose
-from perfsuite.records import Fingerprint, Point, Result
+from perfsuite.records import ArticleClaim, Fingerprint, Point, Result
+from perfsuite.sweep import claims
 from perfsuite.sweep.report import speed_lines, sweep_table, table_key
 from perfsuite.text import terminal_line
 
@@ -66,19 +67,27 @@ def slow_int8(records: list[Result], fingerprint: Fingerprint, diagnose=_reasons
     return out
 
 
+def judge_claims(records, fingerprint: Fingerprint, formula_threads=None) -> list[ArticleClaim]:
+    """The article's claims from these results on the host the fingerprint describes."""
+    f = fingerprint.fields
+    flags = (f.get("isa.avx512_vnni"), f.get("isa.avx_vnni"))
+    l3 = f.get("cache.l3_bytes")
+    return claims.judge(
+        records,
+        fingerprint.hardware_class,
+        numa_nodes=f.get("numa.node_count") or 1,
+        l3_mb=l3 / 2**20 if l3 else None,
+        vnni=None if flags == (None, None) else any(flags),
+        cores=f.get("cpu.physical_cores"),
+        formula_threads=formula_threads,
+    )
+
+
 def report_lines(records, fingerprint: Fingerprint, formula_threads=None, slow=()) -> list[str]:
     """The terminal report of a sweep: table, ratios, claim, thread formula, diagnoses."""
     lines: list[str] = []
-    f = fingerprint.fields
-    flags = (f.get("isa.avx512_vnni"), f.get("isa.avx_vnni"))
-    sweep_table(
-        lines.append,
-        records,
-        formula_threads,
-        hardware_class=fingerprint.hardware_class,
-        vnni=None if flags == (None, None) else any(flags),
-        cores=f.get("cpu.physical_cores"),
-    )
+    sweep_table(lines.append, records, formula_threads)
+    lines += claims.table(judge_claims(records, fingerprint, formula_threads))
     for s in slow:
         lines += s.lines()
     return [terminal_line(line) for line in lines]  # ids and diagnoses are data: not obeyed

@@ -3,17 +3,21 @@ split by kind, and the article's INT8 claim is judged from the measured ratios."
 
 from perfsuite import records
 from perfsuite.execute.measure import summarize
-from perfsuite.sweep.report import int8_claim, precision_label, sweep_table
+from perfsuite.sweep import claims
+from perfsuite.sweep.report import precision_label, sweep_table
 
 
-def record(prec, ips, threads=1, fw="openvino", hint=None):
+def record(prec, ips, threads=1, fw="openvino", hint=None, model="resnet50", node=None, mb=None):
     settings = {} if hint is None else {"INFERENCE_PRECISION_HINT": hint}
-    point = records.Point(model="resnet50", framework=fw, precision=prec, threads=threads,
-                          batch=1, mode="latency")  # fmt: skip
+    point = records.Point(model=model, framework=fw, precision=prec, threads=threads,
+                          numa_node=node, batch=1, mode="latency")  # fmt: skip
     samples = [1 / ips] * 3
+    weights = None if mb is None else int(mb * 2**20)
+    info = weights and records.ModelInfo(params=1, flops_per_item=1.0, weight_bytes=weights,
+                                         variant_file="m.onnx")  # fmt: skip
     return records.Result(
         id=point.id, point=point, hardware_class="h", timestamp=1.7e9, status="ok",
-        settings=settings, samples_s=samples, stats=summarize(samples),
+        settings=settings, samples_s=samples, stats=summarize(samples), model=info,
     )  # fmt: skip
 
 
@@ -33,30 +37,66 @@ def test_ratios_split_int8_and_bf16_and_the_claim_is_judged():
         record("int8_nncf", 37.0),
         record("int8_static", 33.0),
     ]
-    sweep_table(lines.append, recs, hardware_class="amd-zen4-2c-1n", vnni=True)
+    sweep_table(lines.append, recs)
     text = "\n".join(lines)
     assert "BF16/FP32 throughput: resnet50 openvino bf16 t1 unbound: 1.97x" in text
     int8_line = next(line for line in lines if line.startswith("INT8/FP32 throughput:"))
     assert "int8_nncf" in int8_line and "bf16" not in int8_line
-    assert "resnet50 on amd-zen4-2c-1n (VNNI): measured 3.30-3.70x" in text
-    assert "refuted on this host class" in text
+    (claim,) = claims.int8(recs, "amd-zen4-2c-1n", True, None)
+    assert claim.measured.startswith("resnet50 (VNNI): 3.30-3.70x") and claim.verdict == "refuted"
 
 
-def test_claim_verdicts():
-    def key(prec, t=1):
-        return ("m", "fw", prec, t, None, 1, "latency")
-
-    base = {key("fp32"): 10.0}
-    (line,) = int8_claim({**base, key("int8_static"): 40.0}, "h", True)
-    assert "confirmed" in line
-    (line,) = int8_claim({**base, key("int8_static"): 40.0, key("int8_nncf"): 20.0}, "h", False)
-    assert "partly" in line
+def test_int8_claim_verdicts():
+    fp32 = record("fp32", 10.0)
+    (c,) = claims.int8([fp32, record("int8_static", 40.0)], "h", True, None)
+    assert c.verdict == "confirmed"
+    (c,) = claims.int8(
+        [fp32, record("int8_static", 40.0), record("int8_nncf", 20.0)], "h", False, None
+    )
+    assert c.verdict == "partly"
     # dynamic quantization is a known slow path: it does not decide the claim
-    assert int8_claim({**base, key("int8_dynamic"): 3.0}, "h", None) == []
+    (c,) = claims.int8([fp32, record("int8_dynamic", 3.0)], "h", None, None)
+    assert c.verdict == "not measured"
     # oversubscribed (threads > cores): FP32 collapses, the ratio is not about INT8
-    over = {**base, key("int8_static"): 30.0, key("fp32", 4): 3.0, key("int8_static", 4): 30.0}
-    (line,) = int8_claim(over, "h", True, cores=2)
-    assert "refuted" in line and "3.00-3.00x" in line and "1 oversubscribed point(s)" in line
+    over = [fp32, record("int8_static", 30.0), record("fp32", 3.0, threads=4),
+            record("int8_static", 30.0, threads=4)]  # fmt: skip
+    (c,) = claims.int8(over, "h", True, cores=2)
+    assert c.verdict == "refuted" and "3.00-3.00x" in c.measured and "1 oversubscribed" in c.why
+
+
+def test_membind_is_untestable_on_one_node_and_judged_on_two():
+    c = claims.membind([record("fp32", 10.0), record("fp32", 12.0, node=0)], "h", numa_nodes=1)
+    assert c.verdict == "untestable here"
+    assert c.why == "membind needs 2 NUMA nodes or more; this host has 1"
+    gains = [record("fp32", 10.0), record("fp32", 11.6, node=0), record("fp32", 11.2, node=1)]
+    c = claims.membind(gains, "nps4", numa_nodes=8)
+    assert c.verdict == "confirmed" and "+12.0% to +16.0%" in c.measured and len(c.points) == 2
+    c = claims.membind([record("fp32", 10.0), record("fp32", 10.3, node=0)], "h", numa_nodes=2)
+    assert c.verdict == "refuted"
+    assert claims.membind([record("fp32", 10.0)], "h", numa_nodes=2).verdict == "not measured"
+
+
+def test_the_thread_formula_is_judged_against_the_best_measured_count():
+    recs = [record("fp32", 10.0, threads=1), record("fp32", 19.0, threads=2),
+            record("fp32", 9.0, threads=4)]  # fmt: skip
+    c = claims.thread_formula(recs, "h", lambda model: 4)
+    assert c.verdict == "refuted" and "52.6% of the best throughput lost" in c.measured
+    assert claims.thread_formula(recs, "h", lambda model: 2).verdict == "confirmed"
+    assert claims.thread_formula(recs, "h", None).verdict == "not measured"
+
+
+def test_the_l3_cliff_is_found_where_the_ladder_crosses_the_l3():
+    def ladder(rates):  # MB of weights -> items/s
+        return [record("fp32", r, model=f"mlp{mb}mb", mb=mb) for mb, r in rates.items()]
+
+    cliff = ladder({8: 100.0, 16: 50.0, 32: 24.0, 64: 6.0})  # MB/s 800, 800, 768, 384
+    c = claims.l3_cliff(cliff, "h", l3_mb=32.0)
+    assert c.verdict == "confirmed" and "largest drop 50% between 32 and 64 MB" in c.measured
+    smooth = ladder({8: 100.0, 16: 48.0, 32: 23.0, 64: 11.0})
+    assert claims.l3_cliff(smooth, "h", l3_mb=32.0).verdict == "refuted"
+    early = ladder({8: 100.0, 16: 25.0, 32: 12.0, 64: 6.0})  # the drop is at 16 MB, not 32
+    assert claims.l3_cliff(early, "h", l3_mb=32.0).verdict == "partly"
+    assert claims.l3_cliff(cliff[:2], "h", l3_mb=32.0).verdict == "not measured"
 
 
 def test_every_slow_int8_point_is_diagnosed_in_terminal_and_html():
