@@ -53,14 +53,14 @@ def int8(
     text = f"INT8 is {lo_claim}-{hi_claim}x faster than FP32"
     by_key = {_key(r): r for r in _windows(results)}
     per_model: dict[str, list[tuple[float, str]]] = {}
-    left_out = 0
+    left_out: dict[str, int] = {}
     for key, r in by_key.items():
         prec, t = key[2], key[3]
         fp32 = by_key.get(_key(r, precision="fp32"))
         if fp32 is None or not prec.startswith("int8") or prec == "int8_dynamic":
             continue
         if cores is not None and t > cores:
-            left_out += 1
+            left_out[r.point.model] = left_out.get(r.point.model, 0) + 1
             continue
         ratio = r.stats.throughput_ips / fp32.stats.throughput_ips
         per_model.setdefault(r.point.model, []).append((ratio, r.id))
@@ -74,8 +74,8 @@ def int8(
             verdict, why = "confirmed", "every static INT8 point at 3.8x or more"
         else:
             verdict, why = "partly", "some static INT8 points reach 3.8x, others do not"
-        if left_out:
-            why += f" ({left_out} oversubscribed point(s), threads > {cores} cores, left out)"
+        if n_out := left_out.get(model):
+            why += f" ({n_out} oversubscribed point(s), threads > {cores} cores, left out)"
         measured = f"{model} ({isa}): {lo:.2f}-{hi:.2f}x over {len(ratios)} static INT8 point(s)"
         out.append(_claim(text, host, measured, verdict, why, tuple(i for _, i in sorted(ratios))))
     if not out:
