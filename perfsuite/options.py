@@ -205,7 +205,12 @@ OPTIONS: tuple[Option, ...] = (
         "thread counts",
         "numbers, 'auto' (the article's formula), 'all' (1..cores), 'cores'",
     ),
-    _list("numa-nodes", "nodes", "node numbers, 'all', or 'none' for no binding"),
+    _list(
+        "numa-nodes",
+        "nodes",
+        "node numbers, 'all', 'none' for no binding, 'shards' (a bound worker per node, "
+        "throughput summed) or 'l3-shards' (one per L3 domain)",
+    ),
     _list("batch", "batch sizes", "batch sizes"),
     _list(
         "mode",

@@ -128,6 +128,9 @@ class Point(_Record):
     precision: str
     threads: int = Field(ge=1)
     numa_node: int | None = Field(default=None, ge=0)  # None: no binding
+    # additive in result/2: one bound worker per NUMA node ("node") or L3 domain ("l3"),
+    # started together, their throughput summed (the article's multi-socket recipe)
+    shards: Literal["node", "l3"] | None = None
     batch: int = Field(ge=1)
     mode: str  # MODES
     threads_spec: str = ""  # how the count was asked for ("1", "cores", "auto", ...)
@@ -150,6 +153,8 @@ class Point(_Record):
     @model_validator(mode="after")
     def _id_matches(self):
         mode_kind(self.mode)
+        if self.shards and (self.numa_node is not None or self.spark):
+            raise ValueError("a shards point binds each shard itself: no numa_node, no spark")
         want = point_id(self)
         if self.id != want:
             raise ValueError(f"id {self.id!r} does not match the point's fields ({want!r})")
@@ -165,6 +170,8 @@ def point_id(p) -> str:
     and slots x CPUs: ``...-spark_partition-2x1-b32``."""
     get = p.get if isinstance(p, dict) else lambda k: getattr(p, k)
     node = "unbound" if get("numa_node") is None else f"node{get('numa_node')}"
+    if get("shards"):
+        node = {"node": "shards", "l3": "l3shards"}.get(get("shards"), f"{get('shards')}shards")
     head = f"{get('model')}-{get('framework')}-{get('precision')}"
     spark = get("spark")
     if spark:
@@ -397,6 +404,7 @@ class MeasureProtocol(_Record):
     loadgen: LoadGenSettings | None = None
     log_dir: str | None = None  # a LoadGen point's logs (relative to the run directory)
     model: ModelSpec | None = None  # the point's model when it is a declared file
+    barrier: str | None = None  # a shard's: "FOLDER:N", its window starts when N shards are ready
 
 
 class RunProtocol(_Record):
@@ -526,6 +534,16 @@ class ResultHead(_Record):
     source: Provenance | None = None  # additive in result/2
 
 
+class ShardRun(_Record):
+    """One shard of a shards point: where it ran and what it measured."""
+
+    placement: str
+    cpus: str
+    throughput_ips: Positive
+    latency_p50_ms: Positive
+    mechanism: str  # numactl | syscall
+
+
 class Measurement(_Record):
     """What an executor measured for a point: the contract between the sweep and a worker
     process, another interpreter or a Spark host (serialised as JSON between them)."""
@@ -546,6 +564,7 @@ class Measurement(_Record):
     headline: Headline | None = None  # scenario and decode points: what the gate compares
     loadgen: LoadGenRecord | None = None
     decode: DecodeRecord | None = None
+    shards: list[ShardRun] | None = None  # a shards point's workers
 
     @property
     def figures(self) -> list[Headline]:

@@ -137,8 +137,11 @@ def _measure_session(backend, variant, cfg, inputs, point: Point, p: MeasureProt
             check_outputs(session, inputs, point.model)
         before = calibration.probe()
         window = warmed(session, inputs, point, p)
+        wait_for_shards(p.barrier)
         c = PerfAttach(os.getpid()) if p.counters and count else None  # the first window only
-        for attempt in range(1 + CONTAMINATED_RETRIES):
+        # a shard's window runs beside the other shards': no retry could run beside them again
+        retries = 0 if p.barrier else CONTAMINATED_RETRIES
+        for attempt in range(1 + retries):
             with c if c and attempt == 0 else nullcontext(), Sampler() as sampler:
                 samples, info = window(p)
             windows.append(sampler.result)
@@ -146,6 +149,24 @@ def _measure_session(backend, variant, cfg, inputs, point: Point, p: MeasureProt
                 break
         speed = records.SpeedAround(before=before, after=calibration.probe())
         return samples, info, dict(session.settings), c, prepare_s, windows, speed
+
+
+SHARD_WAIT_S = 60.0
+
+
+def wait_for_shards(barrier: str | None, timeout_s: float = SHARD_WAIT_S) -> None:
+    """Hold a shard's window until every shard of its point is warmed up: each leaves a file
+    in the barrier's folder, and all start when N are there. A shard that died never
+    arrives: the others give up after ``timeout_s`` with one line."""
+    if not barrier:
+        return
+    folder, _, n = barrier.rpartition(":")
+    Path(folder, str(os.getpid())).touch()
+    deadline = time.monotonic() + timeout_s
+    while (ready := len(os.listdir(folder))) < int(n):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {ready} of {n} shards warmed up within {timeout_s:g} s")
+        time.sleep(0.001)
 
 
 def open_point(point: Point, cpus, spec: records.ModelSpec | None = None):

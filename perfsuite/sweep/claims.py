@@ -37,7 +37,10 @@ def _windows(results: list[Result]) -> list[Result]:
     return [
         r
         for r in results
-        if r.ok and not r.point.spark and mode_kind(r.point.mode) == "window" and r.stats
+        if r.ok
+        and not (r.point.spark or r.point.shards)
+        and mode_kind(r.point.mode) == "window"
+        and r.stats
     ]
 
 

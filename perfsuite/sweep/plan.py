@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from perfsuite import llm, serve
+from perfsuite.host import placement
 from perfsuite.host.topology import Topology
 from perfsuite.prepare import (
     models,
@@ -302,8 +303,11 @@ def make_profile(name: str, raw: dict) -> Profile:
                 f"threads {t!r}: use integers from 1 to {MAX_COUNT}, 'auto', 'all' or 'cores'"
             )
     for n in lists["numa_nodes"]:
-        if n not in ("none", "all") and not n.isdigit():
-            raise PlanError(f"NUMA node {n!r}: use node numbers, 'all' or 'none'")
+        if n not in ("none", "all", *SHARDS) and not n.isdigit():
+            raise PlanError(
+                f"NUMA node {n!r}: use node numbers, 'all', 'none', 'shards' (a worker per "
+                "node) or 'l3-shards' (a worker per L3 domain)"
+            )
     spark = raw["spark"]
     spark = [spark] if isinstance(spark, str) else [str(v) for v in spark]
     if not spark:
@@ -385,14 +389,16 @@ def expand(
     unavailable maps a framework to why it cannot run here (its BackendUnavailable)."""
     unavailable = unavailable or {}
     nodes = {n.node: n for n in topo.numa_nodes or ()}
-    named = {"none": [None], "all": sorted(nodes) or [None]}  # else a node number
+    named = {"none": [None], "all": sorted(nodes) or [None], **{s: [s] for s in SHARDS}}
     node_list = [node for spec in profile.numa_nodes for node in named.get(spec) or [int(spec)]]
     physical = topo.physical_cores or len(topo.online or ()) or 1
     tpc = topo.threads_per_core or 1
     l3_mb = l3_mb_of(topo)
     per_node = {}  # node -> (why it cannot be used, its cores)
     for node in dict.fromkeys(node_list):
-        if node is None:
+        if node in SHARDS:
+            per_node[node] = _shard_cores(topo, SHARDS[node], tpc)
+        elif node is None:
             per_node[node] = (None, physical)
         elif node not in nodes:
             why = f"NUMA node {node} does not exist on this host ({len(nodes)} node(s))"
@@ -408,9 +414,15 @@ def expand(
             continue  # a weight-only LLM precision of a CNN, an INT8 calibration of an LLM
         node_skip, cores = per_node[node]
         candidates = []
-        if "none" in profile.spark:
-            candidates += _single_process(profile, model, node, cores, physical, l3_mb, model_mb)
-        candidates += _spark_points(profile, model, node, cores, unavailable)
+        if node in SHARDS:  # one worker per shard: the point binds none itself
+            singles = _single_process(profile, model, None, cores, physical, l3_mb, model_mb)
+            candidates += [_as_shards(p, SHARDS[node]) for p in singles]
+        else:
+            if "none" in profile.spark:
+                candidates += _single_process(
+                    profile, model, node, cores, physical, l3_mb, model_mb
+                )
+            candidates += _spark_points(profile, model, node, cores, unavailable)
         for p in candidates:
             no_loadgen = unavailable.get("loadgen") if mode_kind(p.mode) == "loadgen" else None
             why = skip_reason(model, fw, prec, unavailable, bf16) or _fixed_batch(model, p.batch)
@@ -476,6 +488,29 @@ def _single_process(profile, model, node, cores, physical, l3_mb, model_mb) -> l
                           streams=streams, skip=skip)
                 )  # fmt: skip
     return out
+
+
+SHARDS = {"shards": "node", "l3-shards": "l3"}  # numa_nodes values -> Point.shards
+
+
+def _shard_cores(topo: Topology, by: str, tpc: int) -> tuple[str | None, int]:
+    """(why the host cannot be sharded so, or None; the cores of its smallest shard)."""
+    try:
+        placements = placement.shards(topo, by)
+    except placement.PlacementError as exc:
+        return str(exc), 1
+    if not placements:
+        return f"no {by} shards on this host", 1
+    return None, max(1, min(len(p.cpus) for p in placements) // tpc)
+
+
+def _as_shards(p: Point, by: str) -> Point:
+    """A single-process point as a shards point; a window mode only: a LoadGen or decode
+    test drives its own process, not N of them."""
+    skip = p.skip
+    if mode_kind(p.mode) != "window":
+        skip = skip or f"{p.mode} runs one process: shards measure latency or throughput windows"
+    return p.but(shards=by, skip=skip)
 
 
 def _same_family(model: str, precision: str) -> bool:

@@ -34,6 +34,7 @@ def run_label(point: Point) -> str:
     if spark:
         return f"spark {spark.pattern} {spark.slots}x{spark.cpus_per_task} b{point.batch}"
     label = f"b{point.batch}" + ("" if point.mode == "latency" else f" {point.mode}")
+    label += f" {point.shards}-shards" if point.shards else ""
     return label + (f" s{point.streams}" if point.streams > 1 else "")
 
 
@@ -64,6 +65,32 @@ def serving_lines(ok: list[Result]) -> list[str]:
                 + (f"{lo:.4g}" if lo else "-")
                 + (f", INVALID from {hi:.4g} queries/s" if hi else " queries/s")
                 + ("" if lg.converged else "; not converged (search_steps ran out)")
+            )
+        lines.append(text)
+    return lines
+
+
+def shard_lines(ok: list[Result]) -> list[str]:
+    """Each shards point: the shards' sum and spread, against one process on as many cores
+    (the same point unbound, its threads the shards' total) when the run has it."""
+    single = {table_key(r.point): r for r in ok if not r.point.shards}
+    lines = []
+    for r in sorted((r for r in ok if r.shards), key=lambda r: r.id):
+        rates = [s.throughput_ips for s in r.shards]
+        total = r.point.threads * len(rates)
+        text = (
+            f"{r.id}: {len(rates)} {r.point.shards} shard(s) of {r.point.threads} thread(s), "
+            f"sum {r.stats.throughput_ips:.2f} items/s, per shard {min(rates):.2f}-"
+            f"{max(rates):.2f} (slowest/fastest {min(rates) / max(rates):.2f})"
+        )
+        one = single.get(table_key(r.point.but(shards=None, threads=total)))
+        if one is None:
+            text += f"; no one-process point at {total} threads in this run to compare"
+        else:
+            ratio = r.stats.throughput_ips / one.stats.throughput_ips
+            text += (
+                f"; one process on {total} threads ({one.id}): "
+                f"{one.stats.throughput_ips:.2f} items/s, shards/one {ratio:.2f}x"
             )
         lines.append(text)
     return lines
@@ -104,7 +131,8 @@ def spark_lines(write: Callable[[str], None], ok: list[Result]) -> None:
     best: dict = {}
     for r in ok:
         key = table_key(r.point)[:5]  # model, framework, precision, threads, node
-        if not r.point.spark and r.stats.throughput_ips > best.get(key, (0,))[0]:
+        single = not r.point.spark and not r.point.shards
+        if single and r.stats.throughput_ips > best.get(key, (0,))[0]:
             best[key] = (r.stats.throughput_ips, run_label(r.point))
     for r in sorted((r for r in ok if r.point.spark), key=lambda r: r.id):
         p, ips = r.point, r.stats.throughput_ips
@@ -177,9 +205,11 @@ def sweep_table(
     for line in speed_lines(ok):
         write(line)
     spark_lines(write, ok)
-    for line in serving_lines(ok) + decode_lines(ok):
+    for line in shard_lines(ok) + serving_lines(ok) + decode_lines(ok):
         write(line)
-    windows = [r for r in ok if not r.point.spark and mode_kind(r.point.mode) == "window"]
+    # one process per point: Spark and shards points have their own lines
+    windows = [r for r in ok if not (r.point.spark or r.point.shards)
+               and mode_kind(r.point.mode) == "window"]  # fmt: skip
     by_key = {table_key(r.point): r.stats.throughput_ips for r in windows}
     ratios: dict[str, list[str]] = {"INT8": [], "BF16": []}
     for (m, fw, prec, t, n, b, mode), ips in sorted(by_key.items(), key=str):

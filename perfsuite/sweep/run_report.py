@@ -49,8 +49,9 @@ def _reasons(point: Point, flags: dict, flops_per_item: float | None = None) -> 
 
 
 def slow_int8(records: list[Result], fingerprint: Fingerprint, diagnose=_reasons) -> list[SlowInt8]:
-    """Every INT8 point measured slower than its FP32 point, with the causes found."""
-    ok = [r for r in records if r.ok]
+    """Every INT8 point measured slower than its FP32 point, with the causes found (single
+    processes: a shards point's FP32 counterpart is not its key's)."""
+    ok = [r for r in records if r.ok and not r.point.shards]
     fp32 = {table_key(r.point): r for r in ok if r.point.precision == "fp32"}
     fields = fingerprint.fields
     flags = {k[4:]: v for k, v in fields.items() if k.startswith("isa.")}

@@ -13,6 +13,7 @@ from perfsuite import llm, records
 from perfsuite.execute import serving
 from perfsuite.execute.executors import DEFAULT, get_executor
 from perfsuite.execute.isolation import WorkerError
+from perfsuite.execute.shards import run_sharded
 from perfsuite.execute.spark import java_problem
 from perfsuite.host.fingerprint import fingerprint as host_fingerprint
 from perfsuite.host.provenance import provenance
@@ -128,7 +129,12 @@ class PerfSession:
         try:
             if "error" in marks:
                 raise WorkerError(marks["error"])
-            measured = self.executor.run(point, self.protocol(point, keep))
+            if point.shards:  # one bound worker per shard, whatever the executor
+                measured = run_sharded(
+                    point, self.protocol(point, keep), timeout=self.profile.timeout
+                )
+            else:
+                measured = self.executor.run(point, self.protocol(point, keep))
         except WorkerError as exc:
             first = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
             failed = {"status": "error", "error": first, "error_detail": str(exc)}
