@@ -163,29 +163,48 @@ static inline void ps_q4_widen_avx2(const uint8_t *q, __m256 w[4]) {
         for (; m0 < M; ++m0) RUN1(Kb, K, x + m0 * K, QROW, drow, y + m0 * N + n, N);           \
     }
 
+/* The kernels of a row: threads split the outputs n; each output's rows through RUN4/RUN1.
+ * q4 adds its offset term per row (ps_q4_offset_avx2, shared by the AVX-512 rows). */
+#define PS_GEMV_Q8_FN(NAME, RUN4, RUN1)                                                        \
+    static void NAME(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x, const float *xs,  \
+                     const int8_t *qs, const float *d, float *y, int threads) {                \
+        (void)xs;                                                                              \
+        const ptrdiff_t K = Kb * PS_QBLOCK;                                                    \
+        _Pragma("omp parallel for num_threads(threads) schedule(static)")                      \
+        for (ptrdiff_t n = 0; n < N; ++n) {                                                    \
+            const float *drow = d + n * Kb;                                                    \
+            PS_GEMV_ROWS(RUN4, RUN1, qs + n * K)                                               \
+        }                                                                                      \
+    }
+#define PS_GEMV_Q4_FN(NAME, RUN4, RUN1)                                                        \
+    static void NAME(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x, const float *xs,  \
+                     const uint8_t *qs, const float *d, const float *c, float *y,              \
+                     int threads) {                                                            \
+        const ptrdiff_t K = Kb * PS_QBLOCK;                                                    \
+        _Pragma("omp parallel for num_threads(threads) schedule(static)")                      \
+        for (ptrdiff_t n = 0; n < N; ++n) {                                                    \
+            const float *drow = d + n * Kb;                                                    \
+            PS_GEMV_ROWS(RUN4, RUN1, qs + n * Kb * (PS_QBLOCK / 2))                            \
+            for (ptrdiff_t m = 0; m < M; ++m)                                                  \
+                y[m * N + n] += ps_q4_offset_avx2(c, drow, n, Kb, xs + m * Kb);                \
+        }                                                                                      \
+    }
+
+/* A row's q8 and q4 kernels: RUN instantiated for 4 rows and for 1, U blocks in flight each
+ * (the same U, so a row's result does not depend on its batch), widening with the ISA's
+ * ps_q8_widen_ISA / ps_q4_widen_ISA. */
+#define PS_GEMV_KERNELS(ISA, RUN, U)                                                            \
+    RUN(ps_q8_run4_##ISA, int8_t, ps_q8_widen_##ISA, PS_QBLOCK, 4, U)                           \
+    RUN(ps_q8_run1_##ISA, int8_t, ps_q8_widen_##ISA, PS_QBLOCK, 1, U)                           \
+    RUN(ps_q4_run4_##ISA, uint8_t, ps_q4_widen_##ISA, PS_QBLOCK / 2, 4, U)                      \
+    RUN(ps_q4_run1_##ISA, uint8_t, ps_q4_widen_##ISA, PS_QBLOCK / 2, 1, U)                      \
+    PS_GEMV_Q8_FN(gemv_q8_##ISA, ps_q8_run4_##ISA, ps_q8_run1_##ISA)                            \
+    PS_GEMV_Q4_FN(gemv_q4_##ISA, ps_q4_run4_##ISA, ps_q4_run1_##ISA)
+
 #define PS_AVX2_RUN(NAME, TQ, WIDEN, QSTRIDE, R, U)                                            \
     PS_GEMV_RUN(NAME, __m256, TQ, WIDEN, 4, 8, QSTRIDE, R, U, _mm256_setzero_ps,               \
                 _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_loadu_ps, \
                 ps_gemv_hsum256)
-/* 16 ymm registers: 4 rows x 2 blocks in flight. One row runs with the same 2, so a row's
- * result does not depend on how many rows came with it (batch invariance, tested). */
-PS_AVX2_RUN(ps_q8_run4_avx2, int8_t, ps_q8_widen_avx2, PS_QBLOCK, 4, 2)
-PS_AVX2_RUN(ps_q8_run1_avx2, int8_t, ps_q8_widen_avx2, PS_QBLOCK, 1, 2)
-PS_AVX2_RUN(ps_q4_run4_avx2, uint8_t, ps_q4_widen_avx2, PS_QBLOCK / 2, 4, 2)
-PS_AVX2_RUN(ps_q4_run1_avx2, uint8_t, ps_q4_widen_avx2, PS_QBLOCK / 2, 1, 2)
-
-static void gemv_q8_avx2(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
-                         const float *xs, const int8_t *qs, const float *d, float *y,
-                         int threads) {
-    (void)xs;
-    const ptrdiff_t K = Kb * PS_QBLOCK;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (ptrdiff_t n = 0; n < N; ++n) {
-        const float *drow = d + n * Kb;
-        PS_GEMV_ROWS(ps_q8_run4_avx2, ps_q8_run1_avx2, qs + n * K)
-    }
-}
-
 /* The q4 offset term: y[m, n] += sum_b c[n, b] * xs[m, b] (c = -8 d when symmetric). */
 static inline float ps_dot_f32_avx2(const float *a, const float *b, ptrdiff_t n) {
     __m256 acc = _mm256_setzero_ps();
@@ -201,18 +220,9 @@ static inline float ps_q4_offset_avx2(const float *c, const float *drow, ptrdiff
     return c ? ps_dot_f32_avx2(c + n * Kb, xs, Kb) : -8.0f * ps_dot_f32_avx2(drow, xs, Kb);
 }
 
-static void gemv_q4_avx2(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
-                         const float *xs, const uint8_t *qs, const float *d, const float *c,
-                         float *y, int threads) {
-    const ptrdiff_t K = Kb * PS_QBLOCK;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (ptrdiff_t n = 0; n < N; ++n) {
-        const float *drow = d + n * Kb;
-        PS_GEMV_ROWS(ps_q4_run4_avx2, ps_q4_run1_avx2, qs + n * Kb * (PS_QBLOCK / 2))
-        for (ptrdiff_t m = 0; m < M; ++m) y[m * N + n] += ps_q4_offset_avx2(c, drow, n, Kb, xs + m * Kb);
-    }
-}
-
+/* 16 ymm registers: 4 rows x 2 blocks in flight. One row runs with the same 2, so a row's
+ * result does not depend on how many rows came with it (batch invariance, tested). */
+PS_GEMV_KERNELS(avx2, PS_AVX2_RUN, 2)
 #pragma GCC pop_options
 
 /* -- AVX-512: the f32 path with zmm, and the i8 path with VNNI ------------------------------- */
@@ -236,34 +246,7 @@ static inline void ps_q4_widen_avx512(const uint8_t *q, __m512 w[2]) {
                 _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_loadu_ps, \
                 _mm512_reduce_add_ps)
 /* 32 zmm registers: 4 rows x 4 blocks in flight */
-PS_AVX512_RUN(ps_q8_run4_avx512, int8_t, ps_q8_widen_avx512, PS_QBLOCK, 4, 4)
-PS_AVX512_RUN(ps_q8_run1_avx512, int8_t, ps_q8_widen_avx512, PS_QBLOCK, 1, 4)
-PS_AVX512_RUN(ps_q4_run4_avx512, uint8_t, ps_q4_widen_avx512, PS_QBLOCK / 2, 4, 4)
-PS_AVX512_RUN(ps_q4_run1_avx512, uint8_t, ps_q4_widen_avx512, PS_QBLOCK / 2, 1, 4)
-
-static void gemv_q8_avx512(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
-                           const float *xs, const int8_t *qs, const float *d, float *y,
-                           int threads) {
-    (void)xs;
-    const ptrdiff_t K = Kb * PS_QBLOCK;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (ptrdiff_t n = 0; n < N; ++n) {
-        const float *drow = d + n * Kb;
-        PS_GEMV_ROWS(ps_q8_run4_avx512, ps_q8_run1_avx512, qs + n * K)
-    }
-}
-
-static void gemv_q4_avx512(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
-                           const float *xs, const uint8_t *qs, const float *d, const float *c,
-                           float *y, int threads) {
-    const ptrdiff_t K = Kb * PS_QBLOCK;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (ptrdiff_t n = 0; n < N; ++n) {
-        const float *drow = d + n * Kb;
-        PS_GEMV_ROWS(ps_q4_run4_avx512, ps_q4_run1_avx512, qs + n * Kb * (PS_QBLOCK / 2))
-        for (ptrdiff_t m = 0; m < M; ++m) y[m * N + n] += ps_q4_offset_avx2(c, drow, n, Kb, xs + m * Kb);
-    }
-}
+PS_GEMV_KERNELS(avx512, PS_AVX512_RUN, 4)
 
 #pragma GCC pop_options
 
