@@ -80,12 +80,15 @@ def cmd_ab(args) -> int:
     except PlanError as exc:
         print(f"perfsuite ab: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    points = [p for p in planned if not p.skip and not p.spark and mode_kind(p.mode) == "window"]
+    points = [p for p in planned if not (p.skip or p.spark or p.shards)
+              and mode_kind(p.mode) == "window"]  # fmt: skip
     for p in planned:
         if p.skip:
             print(terminal_line(f"skip {p.id}: {p.skip}"))
         elif mode_kind(p.mode) != "window":
             print(f"skip {p.id}: {p.mode} points are not compared in turns (use the sweep's gate)")
+        elif p.shards:
+            print(f"skip {p.id}: a turn is one process a side; shards run one per shard")
     if not points:
         print(
             f"perfsuite ab: profile {profile.name!r} plans no point that runs in turns "
