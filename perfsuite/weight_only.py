@@ -11,6 +11,7 @@ weights; x is padded to match in the call.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Literal
 
@@ -114,19 +115,22 @@ def quantize_q4(w, block: int = BLOCK, symmetric: bool = True) -> Packed:
     return Packed(fmt, k, n, packed.reshape(n, -1), d.astype(np.float32), c)
 
 
-def read_gbs(nbytes: int, threads: int = 1, repeats: int = 5) -> float:
-    """Read-only memory bandwidth (GB/s, best of ``repeats``) over a buffer of ``nbytes``:
-    what a GEMV that reads each weight byte once per call can reach at most."""
-    import time
+def read_buffer(nbytes: int) -> np.ndarray:
+    """A buffer for ``read_gbs``, its pages written once (touched) before any timing."""
+    return np.ones(nbytes, np.uint8)
 
-    buf = np.ones(nbytes, np.uint8)  # written once: pages are touched before timing
+
+def read_gbs(buf: np.ndarray, threads: int = 1, repeats: int = 5) -> float:
+    """Read-only memory bandwidth (GB/s, best of ``repeats``) over ``buf`` (``read_buffer``):
+    what a GEMV that reads each weight byte once per call can reach at most."""
+    buf = _array("buf", buf, np.uint8, 1)
     t = _threads(threads)
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
         _kernels.read_bytes(buf, t)
         best = min(best, time.perf_counter() - t0)
-    return nbytes / best / 1e9
+    return buf.nbytes / best / 1e9
 
 
 def _activations(x, packed: Packed) -> tuple[np.ndarray, np.ndarray, bool]:

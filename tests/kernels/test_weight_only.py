@@ -153,3 +153,11 @@ def test_bad_input_is_refused_before_the_c_code(call, says):
     packed = kernels.quantize_q8(np.ones((64, 8), np.float32))
     with pytest.raises((TypeError, ValueError), match=says):
         call(packed)
+
+
+def test_the_read_probe_reads_a_buffer_it_is_given():
+    from perfsuite.weight_only import read_buffer, read_gbs
+
+    assert read_gbs(read_buffer(1 << 20), threads=2, repeats=2) > 0
+    with pytest.raises(TypeError, match="buf must be uint8"):
+        read_gbs(np.ones(16, np.float32))
