@@ -465,10 +465,6 @@ class Headline(_Record):
     # LoadGen's verdict on the run the figure comes from; None where no rules judge it
     valid: bool | None = None
 
-    @property
-    def is_rate(self) -> bool:
-        return self.unit.endswith("/s")
-
 
 class LoadGenRun(_Record):
     """One LoadGen test (``perfsuite.serve``): its verdict, LoadGen's reasons when INVALID,
