@@ -68,6 +68,7 @@ cdef extern from "dispatch.h" nogil:
         double (*peak)(int64_t, int) noexcept nogil
         gemv_q8_fn gemv_q8
         gemv_q4_fn gemv_q4
+        int gemv_q8_i8
         int gemv_q4_i8
     int ps_kernel_rows()
     const ps_kernel_table *ps_kernel_row(int code)
@@ -149,6 +150,7 @@ def variants():
                       "bf16": _tile(t.tile_bf16)},
             "u8s8_saturates": bool(t.u8s8_saturates),
             "bf16_native": bool(t.bf16_native),
+            "gemv_q8_i8": bool(t.gemv_q8_i8),
             "gemv_q4_i8": bool(t.gemv_q4_i8),
         })
     return out

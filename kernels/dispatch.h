@@ -144,7 +144,8 @@ typedef struct {
     double (*peak)(int64_t, int);
     ps_gemv_q8_fn gemv_q8; /* weight-only decode kernels (gemv_q.h) */
     ps_gemv_q4_fn gemv_q4;
-    int gemv_q4_i8; /* 1: gemv_q4 quantizes x to int8 per block (vpdpbusd), 0: fp32 */
+    int gemv_q8_i8; /* 1: gemv_q8 quantizes x to int8 per block (vpdpbusd), 0: fp32 */
+    int gemv_q4_i8; /* the same for gemv_q4 */
 } ps_kernel_table;
 
 #define PS_TILE_6x16(KSTEP) {PS_MR, PS_NR, KSTEP}
@@ -170,9 +171,10 @@ typedef struct {
     .dequantize_u8 = dequantize_u8_avx2, .dequantize_s8 = dequantize_s8_avx2,                   \
     .triad = triad_f32_avx2, .copy = copy_f32_avx2
 /* Weight-only decode kernels: fp32 widening without VNNI, int8 x and vpdpbusd for q4 with it. */
-#define PS_AVX512_GEMV .gemv_q8 = gemv_q8_avx512, .gemv_q4 = gemv_q4_avx512, .gemv_q4_i8 = 0
+#define PS_AVX512_GEMV .gemv_q8 = gemv_q8_avx512, .gemv_q4 = gemv_q4_avx512
 #define PS_AVX512_VNNI_GEMV                                                                    \
-    .gemv_q8 = gemv_q8_avx512, .gemv_q4 = gemv_q4_avx512_vnni, .gemv_q4_i8 = 1
+    .gemv_q8 = gemv_q8_avx512_vnni, .gemv_q4 = gemv_q4_avx512_vnni, .gemv_q8_i8 = 1,            \
+    .gemv_q4_i8 = 1
 /* BF16 emulated in scalar fp32: every level below avx512_bf16. */
 #define PS_BF16_EMULATED                                                                       \
     .gemm_bf16 = gemm_bf16_generic, .tile_bf16 = PS_TILE_6x16(2), .bf16_native = 0,            \

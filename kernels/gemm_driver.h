@@ -12,8 +12,33 @@
  *                       int accumulate)  -- kc is a multiple of GD_KSTEP.
  */
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifndef PS_GEMM_SCRATCH
+#define PS_GEMM_SCRATCH
+/* Packing buffers kept per calling thread and grown on demand, as BLIS keeps its pool: a
+ * fresh buffer per call cost ~100 page faults per n = 1024 call at 1 thread. Freed when the
+ * calling thread exits. */
+static pthread_key_t ps_scratch_key;
+static pthread_once_t ps_scratch_once = PTHREAD_ONCE_INIT;
+static _Thread_local void *ps_scratch_buf;
+static _Thread_local size_t ps_scratch_size;
+static void ps_scratch_make_key(void) { pthread_key_create(&ps_scratch_key, free); }
+
+static void *ps_scratch(size_t bytes) {
+    if (bytes <= ps_scratch_size) return ps_scratch_buf;
+    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) return NULL;
+    pthread_once(&ps_scratch_once, ps_scratch_make_key);
+    free(ps_scratch_buf);
+    ps_scratch_buf = p;
+    ps_scratch_size = bytes;
+    pthread_setspecific(ps_scratch_key, p);
+    return p;
+}
+#endif
 
 #define GD_CAT_(a, b) a##b
 #define GD_CAT(a, b) GD_CAT_(a, b)
@@ -110,13 +135,10 @@ static int GD_NAME(GD_UKERNEL_T uk, ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const
     size_t a_bytes = (size_t)kc_max * mc_max * sizeof(GD_TA);
     b_bytes = (b_bytes + 63) / 64 * 64;
     a_bytes = (a_bytes + 63) / 64 * 64;
-    GD_TB *Bp = aligned_alloc(64, b_bytes);
-    GD_TA *Ap_all = aligned_alloc(64, a_bytes * threads);
-    if (!Bp || !Ap_all) {
-        free(Bp);
-        free(Ap_all);
-        return -1;
-    }
+    char *scratch = ps_scratch(b_bytes + a_bytes * threads);
+    if (!scratch) return -1;
+    GD_TB *Bp = (GD_TB *)scratch;
+    GD_TA *Ap_all = (GD_TA *)(scratch + b_bytes);
 #pragma omp parallel num_threads(threads)
     {
         GD_TA *Ap = (GD_TA *)((char *)Ap_all + a_bytes * omp_get_thread_num());
@@ -167,8 +189,6 @@ static int GD_NAME(GD_UKERNEL_T uk, ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const
             }
         }
     }
-    free(Bp);
-    free(Ap_all);
     return 0;
 }
 

@@ -348,6 +348,90 @@ static void gemv_q4_avx512_vnni(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const fl
     free(xq), free(sx);
 }
 
+/* q8 on the i8 path. vpdpbusd takes one unsigned operand, so the weights go in as q + 128
+ * (one xor) and each int32 lane starts from -128 times the sum of its four x bytes, computed
+ * once per call: the lane ends at sum(q * xq) exactly, with no fp32 cancellation. x keeps its
+ * natural order (a zmm of weights is two whole blocks). */
+static void ps_quantize_x_q8(const float *x, ptrdiff_t n_blocks, int8_t *xq, float *sx,
+                             int32_t *neg) {
+    const __m512i m128 = _mm512_set1_epi8((char)0x80);
+    for (ptrdiff_t b = 0; b < n_blocks; ++b) {
+        const __m512 v0 = _mm512_loadu_ps(x + b * PS_QBLOCK);
+        const __m512 v1 = _mm512_loadu_ps(x + b * PS_QBLOCK + 16);
+        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        sx[b] = amax / 127.0f;
+        const __m512 vi = _mm512_set1_ps(inv);
+        int8_t *q = xq + b * PS_QBLOCK;
+        _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vi))));
+        _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vi))));
+        const __m256i sums = _mm512_castsi512_si256(_mm512_dpbusd_epi32(
+            _mm512_setzero_si512(), m128, _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)q))));
+        _mm256_storeu_si256((__m256i *)(neg + b * 8), _mm256_sub_epi32(_mm256_setzero_si256(), sums));
+    }
+}
+
+static inline __m512 ps_q8_i8_pair(const int8_t *q, const int8_t *xq, const int32_t *neg,
+                                   __m512 scale, __m512 acc) {
+    const __m512i w = _mm512_xor_si512(_mm512_loadu_si512(q), _mm512_set1_epi8((char)0x80));
+    const __m512i dot = _mm512_dpbusd_epi32(_mm512_loadu_si512(neg), w, _mm512_loadu_si512(xq));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc);
+}
+
+/* lanes 0-7 carry the first block, 8-15 the second */
+static inline __m512 ps_q8_pair_scale(const float *d, const float *sx) {
+    const __m128 ds = _mm_mul_ps(_mm_castpd_ps(_mm_load_sd((const double *)d)),
+                                 _mm_castpd_ps(_mm_load_sd((const double *)sx)));
+    const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(ds));
+}
+
+static inline float ps_q8_i8_row(ptrdiff_t Kb, const int8_t *xq, const float *sx,
+                                 const int32_t *neg, const int8_t *qrow, const float *drow) {
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    ptrdiff_t b = 0;
+    for (; b + 4 <= Kb; b += 4)
+        _Pragma("GCC unroll 2") for (int u = 0; u < 2; ++u) {
+            const ptrdiff_t p = b + 2 * u;
+            acc[u] = ps_q8_i8_pair(qrow + p * PS_QBLOCK, xq + p * PS_QBLOCK, neg + p * 8,
+                                   ps_q8_pair_scale(drow + p, sx + p), acc[u]);
+        }
+    for (; b + 2 <= Kb; b += 2)
+        acc[0] = ps_q8_i8_pair(qrow + b * PS_QBLOCK, xq + b * PS_QBLOCK, neg + b * 8,
+                               ps_q8_pair_scale(drow + b, sx + b), acc[0]);
+    float total = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
+    if (b < Kb) { /* the last odd block */
+        const __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(qrow + b * PS_QBLOCK)),
+                                           _mm256_set1_epi8((char)0x80));
+        const __m256i dot = _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)(neg + b * 8)), w,
+                                                _mm256_loadu_si256((const __m256i *)(xq + b * PS_QBLOCK)));
+        total += drow[b] * sx[b] * ps_gemv_hsum256(_mm256_cvtepi32_ps(dot));
+    }
+    return total;
+}
+
+static void gemv_q8_avx512_vnni(ptrdiff_t M, ptrdiff_t N, ptrdiff_t Kb, const float *x,
+                                const float *xs, const int8_t *qs, const float *d, float *y,
+                                int threads) {
+    const ptrdiff_t K = Kb * PS_QBLOCK;
+    int8_t *xq = malloc((size_t)(M * K));
+    float *sx = malloc((size_t)(M * Kb) * sizeof(float));
+    int32_t *neg = malloc((size_t)(M * K / 4) * sizeof(int32_t));
+    if (!xq || !sx || !neg) { /* no memory for x's int8 copy: the f32 path needs none */
+        free(xq), free(sx), free(neg);
+        gemv_q8_avx512(M, N, Kb, x, xs, qs, d, y, threads);
+        return;
+    }
+    for (ptrdiff_t m = 0; m < M; ++m)
+        ps_quantize_x_q8(x + m * K, Kb, xq + m * K, sx + m * Kb, neg + m * K / 4);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (ptrdiff_t n = 0; n < N; ++n)
+        for (ptrdiff_t m = 0; m < M; ++m)
+            y[m * N + n] = ps_q8_i8_row(Kb, xq + m * K, sx + m * Kb, neg + m * K / 4, qs + n * K,
+                                        d + n * Kb);
+    free(xq), free(sx), free(neg);
+}
+
 #pragma GCC pop_options
 #define PS_HAVE_GEMV_Q_BUILD 1
 #endif

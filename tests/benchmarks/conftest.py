@@ -129,7 +129,8 @@ def pytest_terminal_summary(terminalreporter, config):
         tr.write_line(
             f"decode {shape} ({v['weights_mb']:.0f} MB of q4), {t} thread(s): gemv_q4 "
             f"{gbs['gemv_q4']:.1f} GB/s, gemv_q8 {gbs['gemv_q8']:.1f}, read {gbs['read']:.1f}, "
-            f"MatMulNBits acc4 {gbs['MatMulNBits q4 acc4']:.1f}, OpenVINO "
+            f"MatMulNBits acc4 {gbs['MatMulNBits q4 acc4']:.1f} (q8 "
+            f"{gbs['MatMulNBits q8 acc4']:.1f}), OpenVINO "
             f"{gbs['OpenVINO q4']:.1f}; median per-round ratios "
             f"[min-max]: {ratios}"
         )

@@ -1,6 +1,7 @@
 """Decode kernels at the memory-bandwidth limit: gemv_q4 and gemv_q8 on the weight matrices of
 a 7-8 B model layer, against the read-only bandwidth at the same threads and against ONNX
-Runtime's MatMulNBits (accuracy level 4: int8 activations; 0: fp32) on the same shapes.
+Runtime's MatMulNBits (4 and 8 bits; accuracy level 4: int8 activations, 0: fp32) and
+OpenVINO's weight-compressed MatMul on the same shapes.
 
 All in interleaved rounds: each round times every operation once, in a rotated order, and each
 ratio is the median of its per-round ratios, so drift of the shared VM between operations
@@ -68,13 +69,17 @@ def matmulnbits(p: Packed, accuracy_level: int, threads: int):
     return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
 
 
-def F32_PATH(x, q4, threads, y) -> dict:
-    """Where the variant in use quantizes x to int8 for q4, the same call through the fp32
-    path (the avx512 row) too: the two ways, measured in one run, are why a row has its path."""
-    if not kernels.variant_info(kernels.isa())["gemv_q4_i8"]:
-        return {}
-    call = lambda: kernels.gemv_q4(x, q4, threads, isa="avx512", out=y)  # noqa: E731
-    return {"gemv_q4 f32 path": (call, q4.nbytes)}
+def F32_PATHS(x, q4, q8, threads, y) -> dict:
+    """Where the variant in use quantizes x to int8, the same calls through the fp32 path (the
+    avx512 row) too: the two ways, measured in one run, are why a row has its path."""
+    info, ops = kernels.variant_info(kernels.isa()), {}
+    if info["gemv_q4_i8"]:
+        call = lambda: kernels.gemv_q4(x, q4, threads, isa="avx512", out=y)  # noqa: E731
+        ops["gemv_q4 f32 path"] = (call, q4.nbytes)
+    if info["gemv_q8_i8"]:
+        call = lambda: kernels.gemv_q8(x, q8, threads, isa="avx512", out=y)  # noqa: E731
+        ops["gemv_q8 f32 path"] = (call, q8.nbytes)
+    return ops
 
 
 def openvino_q4(p: Packed, threads: int):
@@ -105,14 +110,18 @@ def test_decode_gemv(benchmark, kernel_results, save_kernel, shape, threads):
     q4, q8 = packed("q4", k, n), packed("q8", k, n, seed=1)
     x = np.random.default_rng(2).standard_normal((1, k), dtype=np.float32)
     y = np.empty((1, n), np.float32)
-    ort_q4 = {lvl: matmulnbits(q4, lvl, threads) for lvl in (4, 0)}
+    # 8-bit MatMulNBits at accuracy level 0 runs tens of times slower (the decode points'
+    # finding), so only level 4 holds the q8 bytes here.
+    ort = {("q4", lvl): matmulnbits(q4, lvl, threads) for lvl in (4, 0)}
+    ort["q8", 4] = matmulnbits(q8, 4, threads)
     ov_q4 = openvino_q4(q4, threads)
+    sizes = {"q4": q4.nbytes, "q8": q8.nbytes}
     ops = {
         "gemv_q4": (lambda: kernels.gemv_q4(x, q4, threads, out=y), q4.nbytes),
-        **F32_PATH(x, q4, threads, y),
         "gemv_q8": (lambda: kernels.gemv_q8(x, q8, threads, out=y), q8.nbytes),
-        **{f"MatMulNBits q4 acc{lvl}": ((lambda s=s: s.run(None, {"x": x})), q4.nbytes)
-           for lvl, s in ort_q4.items()},
+        **F32_PATHS(x, q4, q8, threads, y),
+        **{f"MatMulNBits {fmt} acc{lvl}": ((lambda s=s: s.run(None, {"x": x})), sizes[fmt])
+           for (fmt, lvl), s in ort.items()},
         "OpenVINO q4": (lambda: ov_q4.infer({"x": x}), q4.nbytes),
     }  # fmt: skip
     probe = read_buffer(max(q4.nbytes, 64 << 20))  # allocated and touched once, not per round
@@ -144,10 +153,12 @@ def test_decode_gemv(benchmark, kernel_results, save_kernel, shape, threads):
         "gemv_q8 / bandwidth": ratio("gemv_q8", "read"),
         "gemv_q4 / MatMulNBits acc4": ratio("gemv_q4", "MatMulNBits q4 acc4"),
         "gemv_q4 / MatMulNBits acc0": ratio("gemv_q4", "MatMulNBits q4 acc0"),
+        "gemv_q8 / MatMulNBits acc4": ratio("gemv_q8", "MatMulNBits q8 acc4"),
         "gemv_q4 / OpenVINO": ratio("gemv_q4", "OpenVINO q4"),
     }
-    if "gemv_q4 f32 path" in gbs:
-        ratios["gemv_q4 i8 / f32 path"] = ratio("gemv_q4", "gemv_q4 f32 path")
+    for fmt in ("q4", "q8"):
+        if f"gemv_{fmt} f32 path" in gbs:
+            ratios[f"gemv_{fmt} i8 / f32 path"] = ratio(f"gemv_{fmt}", f"gemv_{fmt} f32 path")
     kernel_results[("decode", threads, shape)] = {"gbs": medians, "ratios": ratios,
                                                   "weights_mb": q4.nbytes / 2**20}  # fmt: skip
     benchmark.extra_info.update(

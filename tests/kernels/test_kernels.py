@@ -66,6 +66,26 @@ def test_gemm_f32_threads_bit_identical(isa, shape):
         assert np.array_equal(one, kernels.gemm_f32(a, b, threads=t, isa=isa))
 
 
+def test_gemm_scratch_is_per_calling_thread():
+    """The packing buffers are kept per calling thread and grown on demand: Python threads
+    calling at once with growing shapes each get the single-threaded result."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(3)
+    cases = [(m, 96, n) for m, n in ((5, 17), (130, 300), (64, 33), (257, 129), (12, 640))] * 2
+    mats = [
+        (
+            rng.standard_normal((m, k), dtype=np.float32),
+            rng.standard_normal((k, n), dtype=np.float32),
+        )
+        for m, k, n in cases
+    ]
+    expect = [kernels.gemm_f32(a, b) for a, b in mats]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda ab: kernels.gemm_f32(*ab, threads=2), mats))
+    assert all(np.array_equal(e, g) for e, g in zip(expect, got, strict=True))
+
+
 def test_gemm_f32_variants_agree_within_bound():
     rng = np.random.default_rng(2)
     a = rng.standard_normal((129, 333), dtype=np.float32)

@@ -48,14 +48,17 @@ def bound(x: np.ndarray, packed) -> np.ndarray:
 
 
 def int8_x_bound(x: np.ndarray, p) -> np.ndarray:
-    """The i8 path's own error (rows with ``gemv_q4_i8``): x rounded per block to int8 with
-    sx = max|x| / 127 moves each product by at most sx / 2 * |d| q."""
+    """The i8 path's own error (rows with ``gemv_q8_i8``/``gemv_q4_i8``): x rounded per block
+    to int8 with sx = max|x| / 127 moves each product by at most sx / 2 * |d q|."""
     blocks = -(-x.shape[1] // 32)
     xp = np.zeros((x.shape[0], blocks * 32))
     xp[:, : x.shape[1]] = np.abs(x)
     sx = xp.reshape(x.shape[0], blocks, 32).max(axis=2) / 127
-    half = p.qs.reshape(p.n, p.blocks, 16)
-    qsum = (half & 15).sum(axis=2, dtype=np.float64) + (half >> 4).sum(axis=2, dtype=np.float64)
+    if p.format == "q8":
+        qsum = np.abs(p.qs.reshape(p.n, p.blocks, 32).astype(np.float64)).sum(axis=2)
+    else:
+        half = p.qs.reshape(p.n, p.blocks, 16)
+        qsum = (half & 15).sum(axis=2, dtype=np.float64) + (half >> 4).sum(axis=2, dtype=np.float64)
     return 1.01 * (sx / 2) @ (np.abs(p.scales.astype(np.float64)) * qsum).T
 
 
@@ -80,7 +83,7 @@ def test_gemv_matches_numpy_on_the_dequantized_weights(isa, fmt, data, threads):
     y = gemv(x, packed, threads=threads, isa=isa)
     assert y.shape == (x.shape[0], w.shape[1]) and y.dtype == np.float32
     limit = bound(x, packed)
-    if fmt != "q8" and kernels.variant_info(isa)["gemv_q4_i8"]:
+    if kernels.variant_info(isa)["gemv_q8_i8" if fmt == "q8" else "gemv_q4_i8"]:
         limit = limit + int8_x_bound(x, packed)
     assert np.all(np.abs(y - x.astype(np.float64) @ deq) <= limit)
     one = gemv(x[0], packed, isa=isa)  # a vector gives a vector: the same row, bit for bit
@@ -113,16 +116,32 @@ def test_threads_split_outputs_so_results_are_bit_identical(isa):
         assert np.array_equal(one, gemv(x, packed, threads=7, isa=isa))
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("isa", isa_params(("avx512_vnni",)))
-def test_the_vnni_rows_really_take_the_int8_path(isa):
-    """Their q4 results differ from the f32 path's (x rounded to int8), within the bound."""
+def test_the_vnni_rows_really_take_the_int8_path(isa, fmt):
+    """Their results differ from the f32 path's (x rounded to int8), within the bound."""
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((1, 512), dtype=np.float32)
-    packed = kernels.quantize_q4(rng.standard_normal((512, 64), dtype=np.float32))
-    f32 = kernels.gemv_q4(x, packed, isa="avx512")
-    i8 = kernels.gemv_q4(x, packed, isa=isa)
+    x = rng.standard_normal((1, 544), dtype=np.float32)  # 17 blocks: pairs and an odd one
+    quantize, gemv = FORMATS[fmt]
+    packed = quantize(rng.standard_normal((544, 64), dtype=np.float32))
+    f32 = gemv(x, packed, isa="avx512")
+    i8 = gemv(x, packed, isa=isa)
     assert not np.array_equal(f32, i8)
     assert np.all(np.abs(i8 - f32) <= int8_x_bound(x, packed) + bound(x, packed))
+
+
+@pytest.mark.parametrize("isa", isa_params(("avx512_vnni",)))
+def test_q8_int8_path_is_exact_on_int8_grid_activations(isa):
+    """x already on its int8 grid (sx = 1) is not rounded, and weights of +-127/128 give
+    d = 1/128 and q = +-127: every step is exact in fp32, so the q + 128 offset and its
+    -128 * sum(x) correction must cancel to the exact result."""
+    rng = np.random.default_rng(2)
+    x = rng.integers(-127, 128, (2, 544)).astype(np.float32)
+    x[:, ::32] = 127  # each block's max|x| = 127, so sx = 1
+    w = rng.choice(np.array([-127 / 128, 127 / 128], np.float32), (544, 40))
+    packed = kernels.quantize_q8(w)
+    y = kernels.gemv_q8(x, packed, isa=isa)
+    assert np.array_equal(y, x.astype(np.float64) @ packed.dequantize().astype(np.float64))
 
 
 def test_a_packed_matrix_carries_its_layout_and_size():
