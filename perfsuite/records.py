@@ -330,6 +330,8 @@ class LoadGenSettings(_Record):
     target_qps: NonNegative  # 0: estimated from a short latency probe
     search_steps: int = Field(ge=1)
     search_precision: Annotated[float, Field(gt=0, lt=1)]
+    # server: rate searches, each in a fresh process; the headline is their median
+    searches: int = Field(1, ge=1)
 
 
 class ModelInput(_Record):
@@ -464,6 +466,34 @@ class Headline(_Record):
     gated: bool = False
     # LoadGen's verdict on the run the figure comes from; None where no rules judge it
     valid: bool | None = None
+    # the values this one is the median of (a server point's fresh-process rate searches);
+    # empty: one value. Their spread is the figure's own noise (the gate reads it).
+    runs: list[Positive] = []
+
+    @property
+    def spread(self) -> float | None:
+        """max / min - 1 of ``runs``; None with fewer than two."""
+        return max(self.runs) / min(self.runs) - 1 if len(self.runs) > 1 else None
+
+
+class TimelineSummary(_Record):
+    """A LoadGen run's per-query timeline in figures (``serve.timeline``): p50 and p99 of
+    LoadGen's issue delay, the wait for a worker, the worker's service time and the whole
+    latency (ms); the most queries in the system at once; queries per CPU. ``file``: the
+    table, in the run's log folder."""
+
+    queries: int = Field(ge=1)
+    issue_delay_p50_ms: float | None = None  # None: no LoadGen trace to read it from
+    issue_delay_p99_ms: float | None = None
+    wait_p50_ms: float
+    wait_p99_ms: float
+    service_p50_ms: float
+    service_p99_ms: float
+    latency_p50_ms: float
+    latency_p99_ms: float
+    max_in_system: int = Field(ge=1)
+    cpus: dict[str, int] = {}
+    file: str | None = None
 
 
 class LoadGenRun(_Record):
@@ -479,6 +509,20 @@ class LoadGenRun(_Record):
     headline: Headline | None = None  # None: the summary lacks it (an INVALID early stop)
     duration_s: NonNegative
     log_dir: str | None = None
+    timeline: TimelineSummary | None = None  # additive in result/2
+
+
+class LoadGenSearch(_Record):
+    """One server rate search of a point (``serve.search``): where its steps sit in
+    ``LoadGenRecord.runs``, the rate it found, its bracket, and the step that failed."""
+
+    first_run: int = Field(ge=0)
+    steps: int = Field(ge=0)
+    best: int | None = None  # index in LoadGenRecord.runs of its highest VALID rate
+    rate: Positive | None = None  # that run's headline value
+    converged: bool = False
+    bracket_qps: tuple[Positive | None, Positive | None] = (None, None)
+    failed_step: str | None = None  # "step 3 (148.7 queries/s): worker 0 raised ..."
 
 
 class LoadGenRecord(_Record):
@@ -491,6 +535,12 @@ class LoadGenRecord(_Record):
     best: int | None = None  # index in runs of the reported one; None: no run was VALID
     converged: bool | None = None  # server: the search bracketed the rate to its precision
     bracket_qps: tuple[Positive | None, Positive | None] | None = None  # (top VALID, low INVALID)
+    # server: every search (several: fresh processes, the headline their median); best,
+    # converged and bracket_qps above are the reported search's. Additive in result/2.
+    searches: list[LoadGenSearch] = []
+    # server: a SingleStream run of the same session before the search, the service time
+    # with no queueing (its timeline beside the search's). Additive in result/2.
+    unloaded: LoadGenRun | None = None
 
     @property
     def latency_bound_ms(self) -> float | None:

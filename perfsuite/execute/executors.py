@@ -29,6 +29,7 @@ from perfsuite.execute.runner import (
     run_point_in_worker,
     runtime_extensions,
 )
+from perfsuite.execute.serving import per_search
 from perfsuite.prepare.backends import BackendError
 from perfsuite.prepare.extensions import EXECUTORS as GROUP
 from perfsuite.prepare.extensions import Registry
@@ -111,13 +112,17 @@ class Auto(BaseExecutor):
         self._bound, self._unbound = FreshWorker(timeout), InProcess(timeout)
 
     def run(self, point: Point, protocol: MeasureProtocol) -> Measurement:
-        chosen = self._unbound if point.numa_node is None else self._bound
-        return chosen.run(point, protocol)
+        # a server point's several rate searches: each in a fresh process, as the figure's
+        # spread across processes is what their median is for
+        fresh = point.numa_node is not None or (point.mode == "server" and protocol.sessions > 1)
+        return (self._bound if fresh else self._unbound).run(point, protocol)
 
 
 def per_session(protocol: MeasureProtocol) -> list[MeasureProtocol]:
     """A one-session protocol for each session of ``protocol`` (a worker each); perf stat
-    counts the first window only."""
+    counts the first window only; a server point's searches each log to their own folder."""
+    if protocol.loadgen is not None:
+        return per_search(protocol)
     one = protocol.model_copy(update={"sessions": 1})
     rest = one.model_copy(update={"counters": False})
     return [one] + [rest] * (protocol.sessions - 1)

@@ -3,7 +3,8 @@
 - ``crash`` | ``hang`` | ``raise``: the point's worker process dies, hangs or raises
   (worker points only: in-process it would take the whole run down);
 - ``slow:<fraction>[@<glob of point ids>]``: every timed call (of the matching points only,
-  if a glob is given) takes that much longer: a known slowdown;
+  if a glob is given), and every query a LoadGen point serves, takes that much longer,
+  spinning: a known slowdown;
 - ``sleep:<ms>[@<glob>]``: every query sample a LoadGen point serves sleeps that long, as a
   slower SUT would (a server point's rate must fall and the gate flag it).
 """
@@ -29,20 +30,31 @@ def _matching(kind: str, point_id: str) -> str | None:
 
 
 def slowed(call, point_id: str):
-    extra = _matching("slow", point_id)
-    if extra is None:
+    extra = slowdown(point_id)
+    if not extra:
         return call
-    extra = float(extra)
 
     def slow_call():
         t0 = time.perf_counter()
         out = call()
-        end = time.perf_counter() + (time.perf_counter() - t0) * extra
-        while time.perf_counter() < end:  # busy-wait: sleep granularity is too coarse
-            pass
+        busy_wait((time.perf_counter() - t0) * extra)
         return out
 
     return slow_call
+
+
+def slowdown(point_id: str) -> float:
+    """The ``slow:<fraction>`` fault's fraction for this point, 0 without it."""
+    extra = _matching("slow", point_id)
+    return 0.0 if extra is None else float(extra)
+
+
+def busy_wait(seconds: float) -> None:
+    """Spin for ``seconds``: a slower kernel, not an idle one (sleep's granularity is coarse
+    and it frees the core)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
 
 
 def query_delay_s(point_id: str) -> float:

@@ -208,11 +208,15 @@ def measure_point(
     kind = mode_kind(point.mode)
     if kind == "decode":
         return decoding.measure(point, p, binding, cpus, t_setup)
-    if kind == "loadgen":
+    if kind == "loadgen":  # a server point's rate searches one after another, here
         with threadpool_limits(point.threads // point.streams):
             opened = open_point(point, cpus, p.model)
             about = model_info(*opened[:2])
-            return serving.measure(point, p, opened, about, binding, cpus, t_setup)
+            parts = [
+                serving.measure(point, one, opened, about, binding, cpus, t_setup)
+                for one in serving.per_search(p)
+            ]
+            return pool_sessions(point, parts)
     parts = []
     with threadpool_limits(point.threads):
         model, variant, cfg, backend, inputs = open_point(point, cpus, p.model)
@@ -246,6 +250,8 @@ def pool_sessions(point: Point, parts: list[records.Measurement]) -> records.Mea
     first session's window. LoadGen and decode points run one session, kept as measured."""
     if mode_kind(point.mode) != "window" and len(parts) == 1:
         return parts[0]
+    if mode_kind(point.mode) == "loadgen":
+        return serving.pool_searches(parts)
     samples = [x for part in parts for x in part.samples_s]
     medians = [m for part in parts for m in part.session_medians_s]
     windows = [part.protocol for part in parts]

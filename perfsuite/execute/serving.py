@@ -63,9 +63,22 @@ def settings_for(point: Point, loadgen: records.LoadGenSettings) -> serve.Scenar
             # LoadGen stops issuing here even before min_duration: room for the server search
             # to go down to ~4 queries/s with 600 queries (a slowed SUT still gets a rate)
             max_duration_s=max(2 * loadgen.min_duration_s + 60, 180.0),
+            timeline=point.mode != "offline",  # per-query table beside the logs
         )
     except serve.SettingsError as exc:
         raise ServingError(f"{point.id}: {exc}") from None
+
+
+def per_search(protocol: records.MeasureProtocol) -> list[records.MeasureProtocol]:
+    """A one-search protocol for each of a server point's searches (``protocol.sessions``),
+    each with its own log folder (search-1, search-2, ...) when there are several."""
+    one = protocol.model_copy(update={"sessions": 1})
+    if protocol.sessions == 1 or protocol.log_dir is None:
+        return [one] * protocol.sessions
+    return [
+        one.model_copy(update={"log_dir": str(Path(protocol.log_dir) / f"search-{i + 1}")})
+        for i in range(protocol.sessions)
+    ]
 
 
 def split_cpus(cpus, streams: int) -> list[tuple[int, ...] | None]:
@@ -117,15 +130,21 @@ def measure(
                 max_duration_s=max(settings.max_duration_s, needed_s),
             )
         setup_s = time.perf_counter() - t_setup
-        delay = faults.query_delay_s(point.id)
-        workers = [_worker(s, inputs, delay) for s in sessions]
+        delay, slow = faults.query_delay_s(point.id), faults.slowdown(point.id)
+        workers = [_worker(s, inputs, delay, slow) for s in sessions]
+        unloaded = _unloaded(point, settings, workers[0], log_dir, float(np.median(call_s)))
         before = calibration.probe()
         with Sampler() as sampler:
             runs, best, search = _run(point, settings, workers, log_dir, loadgen)
         speed = records.SpeedAround(before=before, after=calibration.probe())
         settings_seen = dict(sessions[0].settings)
     if search is not None and search.best is None:  # no rate to report: an error, logs kept
-        raise ServingError(f"{point.id}: no VALID server rate; {search.why_no_best}")
+        why = search.why_no_best or "no step completed"
+        if search.failed_step:
+            why = f"the search stopped at {search.failed_step}" + (
+                f" ({why})" if search.steps else ""
+            )
+        raise ServingError(f"{point.id}: no VALID server rate; {why}")
     reported = runs[best] if best is not None else runs[-1]
     latencies = [float(x) for x in reported.latencies_s if x > 0]
     if not latencies:
@@ -138,6 +157,8 @@ def measure(
         best=best,
         converged=None if search is None else search.converged,
         bracket_qps=None if search is None else search.bracket,
+        searches=[] if search is None else [_search_record(search, best)],
+        unloaded=None if unloaded is None else _run_record(unloaded, log_dir),
     )
     headline = record.runs[runs.index(reported)].headline  # INVALID ones say so in the record
     per_query = settings.samples_per_query if point.mode == "multi_stream" else 1
@@ -160,6 +181,24 @@ def measure(
     )
 
 
+def _unloaded(point: Point, settings, worker, log_dir: Path, call_s: float):
+    """A server point's service time with no queueing, before its search: a SingleStream
+    run of one of its sessions (each query issued when the last completed), its timeline
+    beside the search's, so the report shows how much of the server p99 is waiting."""
+    if point.mode != "server":
+        return None
+    single = serve.ScenarioSettings(
+        scenario="single_stream",
+        min_duration_s=settings.min_duration_s,
+        min_query_count=EARLY_STOPPING_QUERIES["single_stream"],
+        performance_sample_count=SAMPLES,
+        expected_latency_ms=call_s * 1e3 / 2,  # too low only pre-generates more queries
+        max_duration_s=settings.max_duration_s,
+        timeline=True,
+    )
+    return serve.run_scenario(single, [worker], SAMPLES, log_dir / "unloaded")
+
+
 def _warmed_call_s(session, inputs, protocol: records.MeasureProtocol) -> float:
     """Warm ``session`` up with ``protocol.warmup_calls`` calls, at least 3 (LoadGen's first
     queries must not pay for it); the median time of its last 3 calls, in seconds."""
@@ -170,10 +209,13 @@ def _warmed_call_s(session, inputs, protocol: records.MeasureProtocol) -> float:
     return float(np.median(times[-3:]))
 
 
-def _worker(session, inputs, delay_s: float = 0.0):
+def _worker(session, inputs, delay_s: float = 0.0, slow: float = 0.0):
     def serve_samples(indices: list[int]) -> None:
         for i in indices:
+            t0 = time.perf_counter()
             session.infer(inputs[i % SAMPLES])
+            if slow:
+                faults.busy_wait((time.perf_counter() - t0) * slow)
             if delay_s:
                 time.sleep(delay_s)
 
@@ -203,6 +245,55 @@ def _run(point: Point, settings, workers, log_dir: Path, loadgen: records.LoadGe
     return [run], (0 if run.valid else None), None
 
 
+def _search_record(search: serve.ServerSearch, best: int | None) -> records.LoadGenSearch:
+    rate = search.best.headline.value if search.best and search.best.headline else None
+    return records.LoadGenSearch(
+        first_run=0, steps=len(search.steps), best=best, rate=rate,
+        converged=search.converged, bracket_qps=search.bracket, failed_step=search.failed_step,
+    )  # fmt: skip
+
+
+def pool_searches(parts: list[records.Measurement]) -> records.Measurement:
+    """One server point from its rate searches (each a fresh process or session): the
+    headline is their median and carries every search's rate (``Headline.runs``, the spread
+    the gate reads); the samples, and the reported run, are the median search's (the lower
+    of the middle two for an even count); every search's runs stay in the record."""
+    rates = [p.headline.value for p in parts]
+    middle = sorted(range(len(parts)), key=lambda i: rates[i])[(len(parts) - 1) // 2]
+    chosen = parts[middle]
+    runs, searches = [], []
+    for i, part in enumerate(parts):
+        offset = len(runs)
+        runs += part.loadgen.runs
+        for found in part.loadgen.searches:
+            shift = {"first_run": offset + found.first_run}
+            if found.best is not None:
+                shift["best"] = offset + found.best
+            searches.append(found.model_copy(update=shift))
+        if i == middle:
+            best = None if part.loadgen.best is None else offset + part.loadgen.best
+    loadgen = chosen.loadgen.model_copy(update={"runs": runs, "best": best, "searches": searches})
+    headline = chosen.headline.model_copy(update={"value": float(np.median(rates)), "runs": rates})
+    seen = [p.interference for p in parts if p.interference is not None]
+    windows = [w for i in seen for w in i.sessions]
+    return chosen.model_copy(
+        update={
+            "headline": headline,
+            "loadgen": loadgen,
+            "interference": records.Interference(
+                contaminated=any(w.contaminated for w in windows),
+                retries=sum(i.retries for i in seen),
+                sessions=windows,
+                discarded=[w for i in seen for w in i.discarded],
+            ),
+            "calibration": records.Calibration(
+                sessions=[s for p in parts if p.calibration for s in p.calibration.sessions]
+            ),
+            "setup_s": sum(p.setup_s or 0.0 for p in parts),
+        }
+    )
+
+
 def _run_record(run, log_dir: Path) -> records.LoadGenRun:
     """A ``serve.ScenarioRun`` as the result record keeps it (logs relative to the run)."""
     gated = run.valid and run.scenario in ("server", "offline")  # an INVALID rate is no rate
@@ -220,6 +311,7 @@ def _run_record(run, log_dir: Path) -> records.LoadGenRun:
         headline=headline or None,
         duration_s=run.duration_s,
         log_dir=_relative(Path(run.summary_path).parent, log_dir),
+        timeline=run.timeline,
     )  # fmt: skip
 
 

@@ -387,30 +387,41 @@ def judge_headline(
     """A headline that is one number per run, against ``cfg.rate_threshold`` (or the point's
     threshold when that is wider) from the median of the baseline's runs, and, with two runs
     or more, outside their range: a server search's rate moves far between runs of the same
-    code (docs/measurements/2026-12-07-zen4-serving-decode.md). ``change`` is the slowdown,
+    code (docs/measurements/2026-12-07-zen4-serving-decode.md). A headline that is the median
+    of several fresh searches (``Headline.runs``) brings its own noise: wider than the
+    threshold, the verdict is ``unstable`` (no change that small can be told from it);
+    otherwise every search must sit outside the baseline's range. ``change`` is the slowdown,
     as for sampled points: +25% means the rate fell to 1/1.25 of the baseline's."""
     if base.name != cur.name or base.unit != cur.unit:
         why = f"headline changed: {base.name} ({base.unit}) -> {cur.name} ({cur.unit})"
         return Verdict(id=i, verdict="incomparable", reason=why)
-    runs = [float(r) for r in runs] or [base.value]
+    runs = [float(r) for r in runs] or [float(r) for r in base.runs] or [base.value]
     ref = float(np.median(runs))
     worse = ref / cur.value if cur.higher_is_better else cur.value / ref
     t = max(cfg.rate_threshold, cfg.threshold_for(i))
-    below, above = cur.value < min(runs), cur.value > max(runs)
+    mine = [float(r) for r in cur.runs] or [cur.value]
+    spread = (
+        f" ({len(runs)} baseline runs, {min(runs):.4g}-{max(runs):.4g})" if len(runs) > 1 else ""
+    )
+    searches = ""
+    if len(mine) > 1:
+        searches = f" (median of {len(mine)} searches, {min(mine):.4g}-{max(mine):.4g})"
+    reason = (
+        f"{cur.name} {ref:.4g}{spread} -> {cur.value:.4g}{searches} {cur.unit} "
+        f"({cur.value / ref - 1:+.1%}); one value per run, judged against the {t:.0%} rate "
+        "threshold"
+    )
+    if cur.spread is not None and cur.spread > t:
+        reason += f", but its searches spread {cur.spread:.0%}: wider than the threshold"
+        return Verdict(id=i, verdict="unstable", change=worse - 1, reason=reason)
+    below, above = max(mine) < min(runs), min(mine) > max(runs)
     slower, faster = (below, above) if cur.higher_is_better else (above, below)
     verdict = (
         "regressed" if worse - 1 >= t and slower
         else "improved" if 1 / worse - 1 >= t and faster
         else "unchanged"
     )  # fmt: skip
-    spread = (
-        f" ({len(runs)} baseline runs, {min(runs):.4g}-{max(runs):.4g})" if len(runs) > 1 else ""
-    )
-    reason = (
-        f"{cur.name} {ref:.4g}{spread} -> {cur.value:.4g} {cur.unit} ({cur.value / ref - 1:+.1%}); "
-        f"one value per run, judged against the {t:.0%} rate threshold"
-    )
-    if len(runs) > 1 and verdict == "unchanged" and worse - 1 >= t:
+    if verdict == "unchanged" and worse - 1 >= t and (len(runs) > 1 or len(mine) > 1):
         reason += " but inside the baseline runs' range"
     return Verdict(id=i, verdict=verdict, change=worse - 1, reason=reason)
 

@@ -17,10 +17,11 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from perfsuite.records import SCENARIOS, Headline
+from perfsuite.records import SCENARIOS, Headline, TimelineSummary
+from perfsuite.serve import timeline
 from perfsuite.serve.summary import FieldValue, parse_summary
 
 Worker = Callable[[list[int]], None]
@@ -77,6 +78,9 @@ class ScenarioSettings:
     # single/multi_stream: LoadGen pre-generates min_duration / expected queries; too high a
     # value runs out of queries before min_duration ("Decrease the expected latency ...").
     expected_latency_ms: float | None = None
+    # per-query timeline (serve.timeline): LoadGen's trace read for scheduled times and
+    # issue delays, then dropped; timeline.csv in the log folder (not for offline: one query)
+    timeline: bool = False
 
     def __post_init__(self):
         if self.target_latency_percentile is None and self.scenario in DEFAULT_PERCENTILE:
@@ -165,6 +169,7 @@ class ScenarioRun:
     summary_path: Path
     detail_path: Path
     settings: ScenarioSettings = field(repr=False)
+    timeline: TimelineSummary | None = None
 
 
 def run_scenario(
@@ -204,8 +209,23 @@ def run_scenario(
             lg.DestroySUT(sut_handle)
     if sut.failure is not None:
         raise sut.failure
+    found = _timeline(settings, log_dir, sut.served())
     _drop_bulky_logs(log_dir)
-    return _read_run(settings, log_dir, sut.latencies(), duration)
+    run = _read_run(settings, log_dir, sut.latencies(), duration)
+    return replace(run, timeline=found) if found is not None else run
+
+
+def _timeline(settings: ScenarioSettings, log_dir: Path, served) -> TimelineSummary | None:
+    if not settings.timeline or settings.scenario == "offline":
+        return None
+    trace_path = log_dir / "mlperf_log_trace.json"
+    trace = timeline.read_trace(trace_path) if trace_path.exists() else []
+    rows = timeline.build(served, trace)
+    if not rows:
+        return None
+    timeline.write_csv(rows, log_dir / timeline.TIMELINE_FILE)
+    trace_path.unlink(missing_ok=True)  # ~2 KB a query; the table keeps what it said
+    return timeline.summarize(rows, timeline.TIMELINE_FILE)
 
 
 def _no_op(_samples) -> None:
@@ -221,7 +241,7 @@ def _start_test(
     log_settings = lg.LogSettings()
     log_settings.log_output.outdir = str(log_dir)
     log_settings.log_output.copy_summary_to_stdout = False
-    log_settings.enable_trace = False
+    log_settings.enable_trace = settings.timeline and settings.scenario != "offline"
     # An audit.config in the current directory would silently change the test: point away.
     audit = str(log_dir / "no-audit.config")
     test_settings = _test_settings(lg, settings)
@@ -304,6 +324,7 @@ class _QueueSUT:
         ]
         self._lock = threading.Lock()
         self._latencies: list[float] = []
+        self._served: list[timeline.Served] = []
         self._draining = threading.Event()
         self.failure: SUTError | None = None
         self.abandoned = False  # LoadGen may still be running: leave its objects alone
@@ -328,6 +349,10 @@ class _QueueSUT:
         with self._lock:
             return list(self._latencies)
 
+    def served(self) -> list[timeline.Served]:
+        with self._lock:
+            return list(self._served)
+
     def issue_queries(self, samples) -> None:  # LoadGen's thread: must never raise
         issued = time.perf_counter()
         if self._split is None:
@@ -351,8 +376,10 @@ class _QueueSUT:
                     self._fail(index, error)
                 else:
                     done = time.perf_counter()
+                    seen = timeline.Served(issued, begun, done, index, timeline.current_cpu())
                     with self._lock:
                         self._latencies.append(done - (issued if self._split is None else begun))
+                        self._served.append(seen)
             self._lg.QuerySamplesComplete(
                 [self._lg.QuerySampleResponse(s.id, 0, 0) for s in samples]
             )

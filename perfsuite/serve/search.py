@@ -1,8 +1,13 @@
 """Find the highest Poisson rate LoadGen's Server scenario calls VALID.
 
 Every step is a full LoadGen server run (its own log directory), because only LoadGen's
-verdict (p99 bound *and* early stopping) decides. Rates grow (or shrink) geometrically until
-a VALID/INVALID bracket is found, then the bracket is bisected geometrically.
+verdict (p99 bound *and* early stopping) decides. The rates tried lie on one grid anchored at
+1 query/s, (1 + rel_precision)^k, whatever the start: two searches of the same system land on
+the same rates, so their results differ by whole grid steps or not at all. (Rates grown from
+a start estimated anew each time gave results anywhere inside a bracket as wide as the
+precision: docs/measurements/2026-12-07-zen5-served-rate.md.) From the start the index moves
+1, 2, 4, ... steps while the verdict stays the same, then bisects the VALID/INVALID bracket
+down to neighbouring grid rates.
 
 Early stopping needs enough queries at any rate (about 460 at p99 with no query over the
 bound), so settings.min_query_count should be several hundred; otherwise low rates come out
@@ -22,13 +27,14 @@ from perfsuite.serve.loadgen import (
     ScenarioRun,
     ScenarioSettings,
     SettingsError,
+    SUTError,
     Worker,
     run_scenario,
 )
 
-_GROWTH = 2.0
-# Poisson arrivals queue up well below capacity: start the search a little under it.
-_START_FRACTION = 0.7
+# Poisson arrivals queue up well below capacity: start the search a little under it (a
+# 100 ms p99 bound over 6-7 ms queries on one session held up to ~0.8-0.85 of it, Zen 5).
+_START_FRACTION = 0.8
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,7 @@ class ServerSearch:
     best: ScenarioRun | None  # the highest VALID rate
     converged: bool  # bracket within rel_precision, or VALID at hi_qps
     bracket: tuple[float | None, float | None]  # (highest VALID qps, lowest INVALID qps)
+    failed_step: str | None = None  # the step whose worker raised; the steps before are kept
 
     @property
     def why_no_best(self) -> str:
@@ -93,57 +100,70 @@ def search_server_rate(
     rate = settings.target_qps
     if rate is None:
         rate = _START_FRACTION * estimate_capacity_qps(workers, n_samples)
-    rate = min(max(rate, lo_limit), hi_limit)
+    step = math.log1p(rel_precision)
+    k_lo = math.ceil(math.log(lo_limit) / step - 1e-9) if lo_limit > 0 else -(10**6)
+    k_hi = math.floor(math.log(hi_limit) / step + 1e-9)
+    if k_hi < k_lo:  # no grid rate between the limits: the limits themselves are tried
+        k_lo = k_hi
+    k = min(max(round(math.log(rate) / step), k_lo), k_hi)
 
     steps: list[ScenarioRun] = []
-    valid_qps: float | None = None
-    invalid_qps: float | None = None
-    best: ScenarioRun | None = None
-    converged = False
-    for k in range(max_steps):
-        run = run_scenario(
-            replace(settings, target_qps=rate),
-            workers,
-            n_samples,
-            Path(log_root) / f"step-{k}-{rate:.1f}",
-        )
+    at: list[int] = []  # each step's grid index
+    verdicts: dict[int, bool] = {}  # grid index -> the latest verdict there
+    jump, direction, converged, failed = 1, 0, False, None
+    for n in range(max_steps):
+        rate = min(max(math.exp(k * step), lo_limit), hi_limit)
+        try:
+            run = run_scenario(
+                replace(settings, target_qps=rate),
+                workers,
+                n_samples,
+                Path(log_root) / f"step-{n}-{rate:.1f}",
+            )
+        except SUTError as exc:  # keep what was measured; the record says where it stopped
+            failed = f"step {n} ({rate:.4g} queries/s): {exc}"
+            break
         steps.append(run)
-        if run.valid:
-            valid_qps, best = rate, run
-        else:
-            invalid_qps = rate
-        if valid_qps is not None and invalid_qps is not None:
-            if invalid_qps <= valid_qps:
-                # Noise: a higher rate passed before. Trust the latest verdict at this rate.
-                if run.valid:
-                    invalid_qps = None
-                else:
-                    valid_qps, best = _highest_valid_below(steps, rate)
-            if valid_qps is not None and invalid_qps is not None:
-                if invalid_qps / valid_qps - 1 <= rel_precision:
-                    converged = True
-                    break
-                rate = math.sqrt(valid_qps * invalid_qps)
-                continue
-        if run.valid:
-            if rate >= hi_limit:
-                converged = True  # VALID at the cap: nothing higher to look for
+        at.append(k)
+        verdicts[k] = run.valid
+        # the latest verdict wins where noise made them disagree: a VALID k clears INVALID
+        # verdicts at or below it, an INVALID k clears VALID ones at or above it
+        for other in list(verdicts):
+            if (run.valid and other <= k and not verdicts[other]) or (
+                not run.valid and other >= k and verdicts[other]
+            ):
+                del verdicts[other]
+        valid_k = max((i for i, ok in verdicts.items() if ok), default=None)
+        invalid_k = min((i for i, ok in verdicts.items() if not ok), default=None)
+        if valid_k is not None and invalid_k is not None:
+            if invalid_k - valid_k <= 1:
+                converged = True
                 break
-            rate = min(rate * _GROWTH, hi_limit)
-        else:
-            if rate <= lo_limit:
-                break  # INVALID at the floor: nothing lower to try
-            rate = max(rate / _GROWTH, lo_limit)
+            k = (valid_k + invalid_k) // 2
+            continue
+        if run.valid and k >= k_hi:
+            converged = True  # VALID at the cap: nothing higher to look for
+            break
+        if not run.valid and k <= k_lo:
+            break  # INVALID at the floor: nothing lower to try
+        now = 1 if run.valid else -1
+        jump = jump * 2 if now == direction else 1
+        direction = now
+        k = min(k + jump, k_hi) if run.valid else max(k - jump, k_lo)
+    best = _best(steps, at, verdicts)
+    valid_qps = best.settings.target_qps if best is not None else None
+    invalid = [r.settings.target_qps for r in steps if not r.valid]
+    invalid_qps = min((q for q in invalid if valid_qps is None or q > valid_qps), default=None)
     return ServerSearch(
-        steps=steps, best=best, converged=converged, bracket=(valid_qps, invalid_qps)
-    )
+        steps=steps, best=best, converged=converged, bracket=(valid_qps, invalid_qps),
+        failed_step=failed,
+    )  # fmt: skip
 
 
-def _highest_valid_below(
-    steps: list[ScenarioRun], rate: float
-) -> tuple[float | None, ScenarioRun | None]:
-    below = [run for run in steps if run.valid and run.settings.target_qps < rate]
-    if not below:
-        return None, None
-    run = max(below, key=lambda r: r.settings.target_qps)
-    return run.settings.target_qps, run
+def _best(steps: list[ScenarioRun], at: list[int], verdicts: dict[int, bool]) -> ScenarioRun | None:
+    """The latest run at the highest grid rate whose latest verdict is VALID."""
+    valid = [i for i, ok in verdicts.items() if ok]
+    if not valid:
+        return None
+    top = max(valid)
+    return [run for run, k in zip(steps, at, strict=True) if k == top][-1]

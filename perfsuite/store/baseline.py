@@ -79,7 +79,10 @@ def entry(result: records.Result) -> records.BaselineEntry:
         # each fresh session is a run: its median carries the run-to-run spread to the gate
         runs=[float(m) for m in result.session_medians_s] or [float(np.median(result.samples_s))],
         headline=result.headline,
-        headline_runs=[result.headline.value] if result.headline else [],
+        # a server point's searches each count as a run of the baseline's headline
+        headline_runs=(list(result.headline.runs) or [result.headline.value])
+        if result.headline
+        else [],
     )
 
 

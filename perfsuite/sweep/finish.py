@@ -122,7 +122,7 @@ def finish(session, opts: FinishOptions) -> Outcome:
         note, page = (out.lines[0] if out.lines else "not run"), None
     trends = _record_history(session, opts, out) if opts.history else None
     html = run_report.html_page(
-        recs, fp, out.report_lines, slow, note, page, trends, out.icount_lines
+        recs, fp, out.report_lines, slow, note, page, trends, out.icount_lines, session.run_dir
     )
     out.report = Path(session.run_dir) / "report.html"
     atomic_write_text(out.report, html)

@@ -49,6 +49,7 @@ OPTIONAL = {
     "server_target_qps": 0.0,  # where the server search starts; 0: from a short latency probe
     "search_steps": 8,
     "search_precision": 0.05,
+    "server_searches": 1,  # rate searches per server point, each in a fresh process: median
     # more points beside the profile's product: each a table of dimension lists that replace
     # the profile's (e.g. one server point in the default sweep), the rest of the profile kept
     "also": [],
@@ -97,6 +98,7 @@ class Profile:
     server_target_qps: float = 0.0
     search_steps: int = 8
     search_precision: float = 0.05
+    server_searches: int = 1
     also: tuple[Profile, ...] = ()
 
     def as_dict(self) -> dict:
@@ -119,6 +121,7 @@ class Profile:
             target_qps=self.server_target_qps,
             search_steps=self.search_steps,
             search_precision=self.search_precision,
+            searches=self.server_searches,
         )
 
     def protocol(self, *, counters: bool = False, sessions: int | None = None) -> MeasureProtocol:
@@ -227,6 +230,7 @@ def _serving(name: str, raw: dict) -> dict:
         "server_target_qps": (float, lambda v: v >= 0, "queries/s >= 0 (0: estimate)"),
         "search_steps": (int, lambda v: 1 <= v <= 64, "a whole number from 1 to 64"),
         "search_precision": (float, lambda v: 0 < v < 1, "a fraction between 0 and 1"),
+        "server_searches": (int, lambda v: 1 <= v <= 99, "a whole number from 1 to 99"),
     }
     for key, (typ, ok, what) in checks.items():
         value = raw[key]

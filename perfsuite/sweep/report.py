@@ -66,8 +66,32 @@ def serving_lines(ok: list[Result]) -> list[str]:
                 + (f", INVALID from {hi:.4g} queries/s" if hi else " queries/s")
                 + ("" if lg.converged else "; not converged (search_steps ran out)")
             )
+            if h is not None and len(h.runs) > 1:
+                rates = ", ".join(f"{x:.4g}" for x in h.runs)
+                text += f"; median of {len(h.runs)} searches ({rates}; spread {h.spread:.0%})"
+            failed = [s.failed_step for s in lg.searches if s.failed_step]
+            if failed:
+                text += "; a search stopped at " + "; ".join(failed)
         lines.append(text)
+        if run.timeline is not None:
+            lines.append("  " + timeline_line(run.timeline))
     return lines
+
+
+def timeline_line(t) -> str:
+    """Where a LoadGen run's latency went (``records.TimelineSummary``): the wait for a
+    worker against the worker's own time, and LoadGen's issue delay."""
+    delay = (
+        f", LoadGen issue delay p99 {t.issue_delay_p99_ms:.2f} ms"
+        if t.issue_delay_p99_ms is not None
+        else ""
+    )
+    return (
+        f"per query (p50/p99): latency {t.latency_p50_ms:.1f}/{t.latency_p99_ms:.1f} ms = "
+        f"wait for a worker {t.wait_p50_ms:.1f}/{t.wait_p99_ms:.1f} + service "
+        f"{t.service_p50_ms:.1f}/{t.service_p99_ms:.1f}{delay}; up to {t.max_in_system} "
+        f"queries in the system ({t.file})"
+    )
 
 
 def shard_lines(ok: list[Result]) -> list[str]:

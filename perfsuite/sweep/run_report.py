@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from perfsuite.gate.report import latency_boxes, throughput_vs_threads
 from perfsuite.prepare import models, quantize
@@ -14,6 +15,7 @@ from perfsuite.prepare.diagnose import diagnose
 from perfsuite.records import ArticleClaim, Fingerprint, Point, Result
 from perfsuite.sweep import claims
 from perfsuite.sweep.report import speed_lines, sweep_table, table_key
+from perfsuite.sweep.timeline_plot import timeline_plots
 from perfsuite.text import terminal_line
 
 
@@ -122,11 +124,11 @@ def html_page(
     gate_page: str | None,
     trends: str | None = None,
     icount: list[str] | None = None,
+    run_dir: Path | None = None,
 ) -> str:
     esc = html.escape
-    imgs = "".join(
-        f"<h2>{esc(t)}</h2><img src='{src}' alt='{esc(t)}'>" for t, src in _plots(records)
-    )
+    plots = _plots(records) + (timeline_plots(records, run_dir) if run_dir else [])
+    imgs = "".join(f"<h2>{esc(t)}</h2><img src='{src}' alt='{esc(t)}'>" for t, src in plots)
     slow_items = [
         f"<code>{esc(s.id)}</code>: {s.ratio:.2f}x its FP32 point<ul>"
         + "".join(f"<li>{esc(r)}</li>" for r in s.reasons or ["no known cause found"])

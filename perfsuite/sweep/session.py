@@ -157,7 +157,8 @@ class PerfSession:
         """What the point's measurement needs: the profile's protocol, a LoadGen point's
         settings and log directory, and a declared model's spec."""
         one_run = mode_kind(point.mode) != "window"  # a LoadGen run or search, a decode run
-        protocol = self.profile.protocol(counters=self.counters, sessions=1 if one_run else None)
+        runs = self.profile.server_searches if point.mode == "server" else 1
+        protocol = self.profile.protocol(counters=self.counters, sessions=runs if one_run else None)
         spec = models.declared(point.model)
         if spec is not None:
             protocol = protocol.model_copy(update={"model": spec})

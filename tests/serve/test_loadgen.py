@@ -4,12 +4,16 @@ each LoadGen run is ~1 s, so LoadGen's early stopping decides on a few hundred q
 from __future__ import annotations
 
 import _thread
+import math
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
+from perfsuite.records import Headline
 from perfsuite.serve import (
+    ScenarioRun,
     ScenarioSettings,
     SettingsError,
     SUTError,
@@ -372,5 +376,53 @@ def test_search_reports_why_nothing_was_valid(tmp_path):
         settings, [sleeper(0.001)], N_SAMPLES, tmp_path, lo_qps=3000, max_steps=2
     )
     assert search.best is None and not search.converged and len(search.steps) == 1
-    assert search.why_no_best.startswith("INVALID even at 3000 qps: ")
+    # the floor's grid rate: (1.05)^k >= 3000
+    assert search.why_no_best.startswith("INVALID even at 3135 qps: ")
     assert "Reduce target QPS" in search.why_no_best
+
+
+class FakeSystem:
+    """run_scenario for a system VALID below ``capacity`` queries/s (a worker raises at
+    ``fails_at``): the search's logic without LoadGen's seconds."""
+
+    def __init__(self, capacity: float, fails_at: int | None = None):
+        self.capacity, self.fails_at, self.rates = capacity, fails_at, []
+
+    def __call__(self, settings, workers, n_samples, log_dir):
+        if len(self.rates) == self.fails_at:
+            raise SUTError("worker 0 raised RuntimeError: out of memory")
+        self.rates.append(settings.target_qps)
+        valid = settings.target_qps <= self.capacity
+        head = Headline(name="Scheduled samples per second", value=settings.target_qps,
+                        unit="samples/s", higher_is_better=True)  # fmt: skip
+        return ScenarioRun(
+            scenario="server", valid=valid, result="VALID" if valid else "INVALID",
+            reasons=[] if valid else ["* Reduce target QPS"], fields={}, headline=head,
+            latencies_s=[0.01], duration_s=1.0, summary_path=Path(log_dir) / "s.txt",
+            detail_path=Path(log_dir) / "d.txt", settings=settings,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("start, most", [(20.0, 10), (95.0, 4), (124.0, 2), (400.0, 8)])
+def test_search_lands_on_the_same_grid_rate_from_any_start(monkeypatch, tmp_path, start, most):
+    """Rates on one grid, (1 + precision)^k: wherever a search starts, it ends at the
+    highest grid rate under the capacity, with the next grid rate INVALID."""
+    system = FakeSystem(capacity=123.0)
+    monkeypatch.setattr("perfsuite.serve.search.run_scenario", system)
+    settings = quick("server", target_qps=start, latency_bound_ms=BOUND_MS)
+    search = search_server_rate(settings, [], N_SAMPLES, tmp_path, max_steps=12, rel_precision=0.1)
+    assert search.converged and search.failed_step is None
+    assert search.best.settings.target_qps == pytest.approx(1.1**50)  # 117.4 <= 123 < 129.1
+    assert search.bracket == (pytest.approx(1.1**50), pytest.approx(1.1**51))
+    assert all(math.log(r) / math.log(1.1) == pytest.approx(round(math.log(r) / math.log(1.1)))
+               for r in system.rates)  # fmt: skip
+    assert len(system.rates) <= most  # a start near the answer costs few steps
+
+
+def test_a_failed_step_keeps_the_steps_before_it(monkeypatch, tmp_path):
+    monkeypatch.setattr("perfsuite.serve.search.run_scenario", FakeSystem(123.0, fails_at=2))
+    settings = quick("server", target_qps=100.0, latency_bound_ms=BOUND_MS)
+    search = search_server_rate(settings, [], N_SAMPLES, tmp_path, max_steps=8, rel_precision=0.1)
+    assert len(search.steps) == 2 and not search.converged
+    assert search.best is not None and search.best.settings.target_qps == pytest.approx(1.1**49)
+    assert search.failed_step.startswith("step 2 (129.1 queries/s): worker 0 raised RuntimeError")

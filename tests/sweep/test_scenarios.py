@@ -145,6 +145,24 @@ def test_a_rate_inside_the_baseline_runs_range_is_not_a_change(current, verdict)
     assert "3 baseline runs, 20.3-46.1" in v.reason
 
 
+@pytest.mark.parametrize(
+    "searches, verdict",
+    [([70, 74, 77], "regressed"), ([70, 74, 101], "unstable"), ([95, 99, 104], "unchanged"),
+     ([81, 82, 97], "unchanged")],
+)  # fmt: skip
+def test_a_median_of_searches_is_judged_with_their_spread(searches, verdict):
+    """A headline that is the median of fresh searches carries them (Headline.runs): wider
+    than the threshold they say nothing about a change that small (unstable); otherwise a
+    regression needs every search below the baseline's runs."""
+    pid, base, cur = sides(100, float(np.median(searches)))
+    base = replace(base, headline_runs={pid: [97.0, 100.0, 103.0]})
+    head = cur.headlines[pid].model_copy(update={"runs": [float(x) for x in searches]})
+    cur = replace(cur, headlines={pid: head})
+    (v,) = judge(base, cur, GateConfig()).verdicts
+    assert v.verdict == verdict, v.reason
+    assert f"median of 3 searches, {min(searches)}-{max(searches)}" in v.reason
+
+
 def test_a_point_threshold_wider_than_the_rate_threshold_wins():
     pid, base, cur = sides(100, 66)
     cfg = GateConfig(thresholds={"*-server": 0.6})
