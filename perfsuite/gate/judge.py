@@ -388,10 +388,11 @@ def judge_headline(
     threshold when that is wider) from the median of the baseline's runs, and, with two runs
     or more, outside their range: a server search's rate moves far between runs of the same
     code (docs/measurements/2026-12-07-zen4-serving-decode.md). A headline that is the median
-    of several fresh searches (``Headline.runs``) brings its own noise: wider than the
-    threshold, the verdict is ``unstable`` (no change that small can be told from it);
-    otherwise every search must sit outside the baseline's range. ``change`` is the slowdown,
-    as for sampled points: +25% means the rate fell to 1/1.25 of the baseline's."""
+    of several fresh searches (``Headline.runs``) brings its own noise: every search must sit
+    outside the baseline's range, and a median past the threshold whose searches overlap it
+    is ``unstable`` (the spread is wider than the change it would have to show). ``change``
+    is the slowdown, as for sampled points: +25% means the rate fell to 1/1.25 of the
+    baseline's."""
     if base.name != cur.name or base.unit != cur.unit:
         why = f"headline changed: {base.name} ({base.unit}) -> {cur.name} ({cur.unit})"
         return Verdict(id=i, verdict="incomparable", reason=why)
@@ -411,9 +412,6 @@ def judge_headline(
         f"({cur.value / ref - 1:+.1%}); one value per run, judged against the {t:.0%} rate "
         "threshold"
     )
-    if cur.spread is not None and cur.spread > t:
-        reason += f", but its searches spread {cur.spread:.0%}: wider than the threshold"
-        return Verdict(id=i, verdict="unstable", change=worse - 1, reason=reason)
     below, above = max(mine) < min(runs), min(mine) > max(runs)
     slower, faster = (below, above) if cur.higher_is_better else (above, below)
     verdict = (
@@ -421,7 +419,13 @@ def judge_headline(
         else "improved" if 1 / worse - 1 >= t and faster
         else "unchanged"
     )  # fmt: skip
-    if verdict == "unchanged" and worse - 1 >= t and (len(runs) > 1 or len(mine) > 1):
+    moved = worse - 1 >= t or 1 / worse - 1 >= t
+    if verdict == "unchanged" and moved and len(mine) > 1:
+        # the median moved past the threshold but the searches overlap the baseline's runs:
+        # their spread is wider than the change the gate would have to tell
+        reason += f", but its searches (spread {cur.spread:.0%}) overlap the baseline's runs"
+        return Verdict(id=i, verdict="unstable", change=worse - 1, reason=reason)
+    if verdict == "unchanged" and moved and len(runs) > 1:
         reason += " but inside the baseline runs' range"
     return Verdict(id=i, verdict=verdict, change=worse - 1, reason=reason)
 

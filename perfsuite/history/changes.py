@@ -1,6 +1,7 @@
 """Change points over the results history: one series per (benchmark, hardware class) of a
-metric's per-run value, judged by gate.changepoints. An accepted annotation starts a series
-anew at its run (the change was wanted; later runs are compared with the new level)."""
+metric's per-run value, judged by gate.changepoints; a server or offline point's series is its
+gated headline (a rate per run) whatever the metric asked for. An accepted annotation starts a
+series anew at its run (the change was wanted; later runs are compared with the new level)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,16 @@ def detect(
     """Change points of every matching series; stored in the change_points table unless
     ``save`` is False."""
     all_series = store.series(pattern, metric=metric, hardware_class=hardware_class)
+    metrics = dict.fromkeys(all_series, metric)
+    if metric != "headline":
+        # A server or offline point's latencies sit at a load that moves with its rate: its
+        # line is its gated headline (a VALID rate per run), as the history gate reads it.
+        for key, series in store.series(
+            pattern, metric="headline", hardware_class=hardware_class
+        ).items():
+            newest = series[-1].headline if series else None
+            if key in all_series and newest is not None and newest.gated:
+                all_series[key], metrics[key] = series, "headline"
     annotations = store.annotations()
     found: list[Change] = []
     for (name, hw), series in sorted(all_series.items()):
@@ -71,11 +82,12 @@ def detect(
         ):
             i = start + cp.index
             at = series[i]
-            found.append(Change(name, hw, metric, i, at.run_id, at.run_key, at.started_at,
+            kind = metrics[name, hw]
+            found.append(Change(name, hw, kind, i, at.run_id, at.run_key, at.started_at,
                                 cp.before, cp.after, cp.change, cp.pvalue))  # fmt: skip
     if save:
         ids = store.benchmark_names(pattern)
-        examined = [(ids[name], hw, metric) for name, hw in all_series]
+        examined = [(ids[name], hw, metrics[name, hw]) for name, hw in all_series]
         rows = [
             {"benchmark_id": ids[c.benchmark]} | {k: getattr(c, k) for k in STORED} for c in found
         ]

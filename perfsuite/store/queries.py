@@ -127,11 +127,13 @@ class Queries(Database):
         out: dict[tuple[str, str], list[SeriesPoint]] = {}
         with self.engine.connect() as conn:
             for name, hw, run_id, key, at, v, samples, sha, headline in conn.execute(q):
+                runs = ()
                 if metric == "headline":  # its value; an INVALID rate is no point of the line
                     if not v or v.get("valid") is False:
                         continue
-                    v = v["value"]
-                low, high = _band(samples, v, metric)
+                    v, runs = v["value"], v.get("runs") or ()
+                # a median of searches: their range is its band
+                low, high = (min(runs), max(runs)) if runs else _band(samples, v, metric)
                 point = SeriesPoint(
                     run_id, key, utc(at), float(v), low, high, sha, tuple(samples),
                     _headline(headline),

@@ -88,6 +88,24 @@ def test_the_headline_is_a_history_metric_and_an_invalid_rate_no_point_of_its_li
     assert "history of headline" in capsys.readouterr().out
 
 
+def test_change_points_read_a_server_points_rate_whatever_the_metric(store_url):
+    """The default metric (median latency) is the wrong line for a server point: its latencies
+    sit at a load that follows its rate. Its change points come from its gated rate, and a
+    median of searches has their range as its band."""
+    from perfsuite.history.changes import detect
+
+    store = HistoryStore(store_url)
+    for i in range(12):  # the rate falls by 40% at run 6; latencies stay put
+        value = 100.0 if i < 6 else 60.0
+        head = rate(value).model_copy(update={"runs": [value * 0.97, value, value * 1.02]})
+        store.add_run(run(i, {SERVER: (0.010, head), PLAIN: (0.010, None)}))
+    (change,) = detect(store, "*", save=False)
+    assert (change.benchmark, change.metric) == (SERVER, "headline")
+    assert change.before == 100.0 and change.after == 60.0
+    point = store.series(SERVER, metric="headline")[(SERVER, "amd-zen4-2c-1n")][0]
+    assert (point.low, point.high) == (97.0, 102.0)
+
+
 def test_a_baseline_in_the_database_keeps_its_entries_headlines(store_url):
     """Baselines are stored as whole documents (JSON): an entry's headline goes with it."""
     store = HistoryStore(store_url)

@@ -147,13 +147,14 @@ def test_a_rate_inside_the_baseline_runs_range_is_not_a_change(current, verdict)
 
 @pytest.mark.parametrize(
     "searches, verdict",
-    [([70, 74, 77], "regressed"), ([70, 74, 101], "unstable"), ([95, 99, 104], "unchanged"),
-     ([81, 82, 97], "unchanged")],
+    [([70, 74, 77], "regressed"), ([70, 74, 101], "unstable"), ([76, 99, 146], "unchanged"),
+     ([81, 82, 97], "unstable"), ([124, 130, 133], "improved")],
 )  # fmt: skip
 def test_a_median_of_searches_is_judged_with_their_spread(searches, verdict):
-    """A headline that is the median of fresh searches carries them (Headline.runs): wider
-    than the threshold they say nothing about a change that small (unstable); otherwise a
-    regression needs every search below the baseline's runs."""
+    """A headline that is the median of fresh searches carries them (Headline.runs): a
+    regression needs every search below the baseline's runs; a median past the threshold
+    whose searches overlap them is unstable (their spread is wider than the change); a wide
+    spread around an unmoved median is no change."""
     pid, base, cur = sides(100, float(np.median(searches)))
     base = replace(base, headline_runs={pid: [97.0, 100.0, 103.0]})
     head = cur.headlines[pid].model_copy(update={"runs": [float(x) for x in searches]})
