@@ -332,6 +332,7 @@ class LoadGenSettings(_Record):
     search_precision: Annotated[float, Field(gt=0, lt=1)]
     # server: rate searches, each in a fresh process; the headline is their median
     searches: int = Field(1, ge=1)
+    unloaded: bool = True  # server: a SingleStream run before the search (the first one's)
 
 
 class ModelInput(_Record):

@@ -75,10 +75,13 @@ def per_search(protocol: records.MeasureProtocol) -> list[records.MeasureProtoco
     one = protocol.model_copy(update={"sessions": 1})
     if protocol.sessions == 1 or protocol.log_dir is None:
         return [one] * protocol.sessions
-    return [
-        one.model_copy(update={"log_dir": str(Path(protocol.log_dir) / f"search-{i + 1}")})
-        for i in range(protocol.sessions)
-    ]
+    out = []
+    for i in range(protocol.sessions):
+        # the unloaded service time once: the first search's (each costs a LoadGen run)
+        loadgen = one.loadgen and one.loadgen.model_copy(update={"unloaded": i == 0})
+        where = str(Path(protocol.log_dir) / f"search-{i + 1}")
+        out.append(one.model_copy(update={"log_dir": where, "loadgen": loadgen}))
+    return out
 
 
 def split_cpus(cpus, streams: int) -> list[tuple[int, ...] | None]:
@@ -132,7 +135,9 @@ def measure(
         setup_s = time.perf_counter() - t_setup
         delay, slow = faults.query_delay_s(point.id), faults.slowdown(point.id)
         workers = [_worker(s, inputs, delay, slow) for s in sessions]
-        unloaded = _unloaded(point, settings, workers[0], log_dir, float(np.median(call_s)))
+        unloaded = _unloaded(
+            point, loadgen, settings, workers[0], log_dir, float(np.median(call_s))
+        )
         before = calibration.probe()
         with Sampler() as sampler:
             runs, best, search = _run(point, settings, workers, log_dir, loadgen)
@@ -181,11 +186,11 @@ def measure(
     )
 
 
-def _unloaded(point: Point, settings, worker, log_dir: Path, call_s: float):
+def _unloaded(point: Point, loadgen, settings, worker, log_dir: Path, call_s: float):
     """A server point's service time with no queueing, before its search: a SingleStream
     run of one of its sessions (each query issued when the last completed), its timeline
     beside the search's, so the report shows how much of the server p99 is waiting."""
-    if point.mode != "server":
+    if point.mode != "server" or not loadgen.unloaded:
         return None
     single = serve.ScenarioSettings(
         scenario="single_stream",
@@ -272,7 +277,10 @@ def pool_searches(parts: list[records.Measurement]) -> records.Measurement:
             searches.append(found.model_copy(update=shift))
         if i == middle:
             best = None if part.loadgen.best is None else offset + part.loadgen.best
-    loadgen = chosen.loadgen.model_copy(update={"runs": runs, "best": best, "searches": searches})
+    unloaded = next((p.loadgen.unloaded for p in parts if p.loadgen.unloaded), None)
+    loadgen = chosen.loadgen.model_copy(
+        update={"runs": runs, "best": best, "searches": searches, "unloaded": unloaded}
+    )
     headline = chosen.headline.model_copy(update={"value": float(np.median(rates)), "runs": rates})
     seen = [p.interference for p in parts if p.interference is not None]
     windows = [w for i in seen for w in i.sessions]
@@ -316,8 +324,11 @@ def _run_record(run, log_dir: Path) -> records.LoadGenRun:
 
 
 def _relative(path: Path, log_dir: Path) -> str:
-    """The log folder relative to the run directory (log_dir is <run>/loadgen/<point id>)."""
+    """The log folder relative to the run directory: log_dir is <run>/loadgen/<point id>,
+    then /search-<i> for one of several searches or /remeasure-<ns> for a re-measure."""
+    here = log_dir.resolve()
+    run = next((p.parent for p in (here, *here.parents) if p.name == "loadgen"), here.parent.parent)
     try:
-        return str(path.resolve().relative_to(log_dir.resolve().parent.parent))
+        return str(path.resolve().relative_to(run))
     except ValueError:
         return str(path)

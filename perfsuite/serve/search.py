@@ -5,9 +5,10 @@ verdict (p99 bound *and* early stopping) decides. The rates tried lie on one gri
 1 query/s, (1 + rel_precision)^k, whatever the start: two searches of the same system land on
 the same rates, so their results differ by whole grid steps or not at all. (Rates grown from
 a start estimated anew each time gave results anywhere inside a bracket as wide as the
-precision: docs/measurements/2026-12-07-zen5-served-rate.md.) From the start the index moves
-1, 2, 4, ... steps while the verdict stays the same, then bisects the VALID/INVALID bracket
-down to neighbouring grid rates.
+precision: docs/measurements/2026-12-07-zen5-served-rate.md.) From a VALID start the index
+moves up 1, 2, 4, ... steps while the verdict stays VALID; from an INVALID one down to half the
+rate, then twice that, ...; then it bisects the VALID/INVALID bracket down to neighbouring
+grid rates.
 
 Early stopping needs enough queries at any rate (about 460 at p99 with no query over the
 bound), so settings.min_query_count should be several hundred; otherwise low rates come out
@@ -106,6 +107,7 @@ def search_server_rate(
     if k_hi < k_lo:  # no grid rate between the limits: the limits themselves are tried
         k_lo = k_hi
     k = min(max(round(math.log(rate) / step), k_lo), k_hi)
+    halving = max(1, round(math.log(2) / step))
 
     steps: list[ScenarioRun] = []
     at: list[int] = []  # each step's grid index
@@ -147,7 +149,10 @@ def search_server_rate(
         if not run.valid and k <= k_lo:
             break  # INVALID at the floor: nothing lower to try
         now = 1 if run.valid else -1
-        jump = jump * 2 if now == direction else 1
+        # up from a VALID rate 1, 2, 4 grid steps; down from an INVALID one with nothing VALID
+        # yet, half the rate first: past saturation a queue says little about how far below
+        # the answer lies, and a search that finds no VALID rate has no figure at all
+        jump = jump * 2 if now == direction else (1 if run.valid else halving)
         direction = now
         k = min(k + jump, k_hi) if run.valid else max(k - jump, k_lo)
     best = _best(steps, at, verdicts)

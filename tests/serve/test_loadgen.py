@@ -403,7 +403,7 @@ class FakeSystem:
         )  # fmt: skip
 
 
-@pytest.mark.parametrize("start, most", [(20.0, 10), (95.0, 4), (124.0, 2), (400.0, 8)])
+@pytest.mark.parametrize("start, most", [(20.0, 10), (95.0, 4), (124.0, 5), (400.0, 8)])
 def test_search_lands_on_the_same_grid_rate_from_any_start(monkeypatch, tmp_path, start, most):
     """Rates on one grid, (1 + precision)^k: wherever a search starts, it ends at the
     highest grid rate under the capacity, with the next grid rate INVALID."""
