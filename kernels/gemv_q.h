@@ -262,20 +262,23 @@ PS_GEMV_KERNELS(avx512, PS_AVX512_RUN, 4)
  * Two blocks' nibbles (32 bytes) give [b0 0-15 | b1 0-15] (low) and [b0 16-31 | b1 16-31]
  * (high); x of a block pair is stored in that order, so the zmm needs no shuffle. A last odd
  * block keeps its natural order and takes the ymm step. */
+/* One block of 32 x values to int8 with sx = max|x| / 127: elements 0-15 to lo, 16-31 to hi. */
+static inline float ps_quantize_x_block(const float *x, int8_t *lo, int8_t *hi) {
+    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    const __m512 vi = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+    /* cvtps_epi32 rounds to nearest even (MXCSR default); |x * inv| <= 127 fits int8 */
+    _mm_storeu_si128((__m128i *)lo, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vi))));
+    _mm_storeu_si128((__m128i *)hi, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vi))));
+    return amax / 127.0f;
+}
+
 static void ps_quantize_x_avx512(const float *x, ptrdiff_t n_blocks, int8_t *xq, float *sx) {
     const ptrdiff_t paired = n_blocks & ~(ptrdiff_t)1;
     for (ptrdiff_t b = 0; b < n_blocks; ++b) {
-        const __m512 v0 = _mm512_loadu_ps(x + b * PS_QBLOCK);
-        const __m512 v1 = _mm512_loadu_ps(x + b * PS_QBLOCK + 16);
-        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-        sx[b] = amax / 127.0f;
-        const __m512 vi = _mm512_set1_ps(inv);
         const ptrdiff_t lo = b < paired ? (b & ~(ptrdiff_t)1) * PS_QBLOCK + (b & 1) * 16 : b * PS_QBLOCK;
         const ptrdiff_t hi = b < paired ? lo + 32 : lo + 16;
-        /* cvtps_epi32 rounds to nearest even (MXCSR default); |x * inv| <= 127 fits int8 */
-        _mm_storeu_si128((__m128i *)(xq + lo), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vi))));
-        _mm_storeu_si128((__m128i *)(xq + hi), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vi))));
+        sx[b] = ps_quantize_x_block(x + b * PS_QBLOCK, xq + lo, xq + hi);
     }
 }
 
@@ -356,15 +359,8 @@ static void ps_quantize_x_q8(const float *x, ptrdiff_t n_blocks, int8_t *xq, flo
                              int32_t *neg) {
     const __m512i m128 = _mm512_set1_epi8((char)0x80);
     for (ptrdiff_t b = 0; b < n_blocks; ++b) {
-        const __m512 v0 = _mm512_loadu_ps(x + b * PS_QBLOCK);
-        const __m512 v1 = _mm512_loadu_ps(x + b * PS_QBLOCK + 16);
-        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-        sx[b] = amax / 127.0f;
-        const __m512 vi = _mm512_set1_ps(inv);
         int8_t *q = xq + b * PS_QBLOCK;
-        _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vi))));
-        _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vi))));
+        sx[b] = ps_quantize_x_block(x + b * PS_QBLOCK, q, q + 16);
         const __m256i sums = _mm512_castsi512_si256(_mm512_dpbusd_epi32(
             _mm512_setzero_si512(), m128, _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)q))));
         _mm256_storeu_si256((__m256i *)(neg + b * 8), _mm256_sub_epi32(_mm256_setzero_si256(), sums));
