@@ -52,7 +52,7 @@ sessions = 1
 """
 
 
-def _sweep(pytester, modes, extra=""):
+def _sweep(pytester, modes, extra="server_searches = 1"):  # default's 3 cost CI time
     pytester.makepyfile(test_demo_sweep=SWEEP)
     pytester.makefile(".toml", profiles=PROFILE.format(modes=json.dumps(modes), extra=extra))
     return ["--perf-config=profiles.toml", "--perf-profile", "tiny", "-p", "no:cacheprovider"]
