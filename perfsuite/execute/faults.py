@@ -30,31 +30,22 @@ def _matching(kind: str, point_id: str) -> str | None:
 
 
 def slowed(call, point_id: str):
-    extra = slowdown(point_id)
-    if not extra:
+    """``call`` (any arguments), taking the ``slow:<fraction>`` fault's share longer, spinning:
+    a slower kernel, not an idle one (sleep's granularity is coarse and it frees the core)."""
+    extra = _matching("slow", point_id)
+    if extra is None or not float(extra):
         return call
+    extra = float(extra)
 
-    def slow_call():
+    def slow_call(*args):
         t0 = time.perf_counter()
-        out = call()
-        busy_wait((time.perf_counter() - t0) * extra)
+        out = call(*args)
+        end = time.perf_counter() + (time.perf_counter() - t0) * extra
+        while time.perf_counter() < end:
+            pass
         return out
 
     return slow_call
-
-
-def slowdown(point_id: str) -> float:
-    """The ``slow:<fraction>`` fault's fraction for this point, 0 without it."""
-    extra = _matching("slow", point_id)
-    return 0.0 if extra is None else float(extra)
-
-
-def busy_wait(seconds: float) -> None:
-    """Spin for ``seconds``: a slower kernel, not an idle one (sleep's granularity is coarse
-    and it frees the core)."""
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
 
 
 def query_delay_s(point_id: str) -> float:

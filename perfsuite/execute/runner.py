@@ -250,8 +250,18 @@ def pool_sessions(point: Point, parts: list[records.Measurement]) -> records.Mea
     first session's window. LoadGen and decode points run one session, kept as measured."""
     if mode_kind(point.mode) != "window" and len(parts) == 1:
         return parts[0]
-    if mode_kind(point.mode) == "loadgen":
-        return serving.pool_searches(parts)
+    seen = [part.interference for part in parts if part.interference is not None]
+    pooled = {
+        "interference": interference_record(
+            [w for i in seen for w in i.sessions], [w for i in seen for w in i.discarded]
+        ),
+        "calibration": records.Calibration(
+            sessions=[s for part in parts if part.calibration for s in part.calibration.sessions]
+        ),
+        "setup_s": sum(part.setup_s or 0.0 for part in parts),
+    }
+    if mode_kind(point.mode) == "loadgen":  # a server point's searches
+        return serving.pool_searches(parts).model_copy(update=pooled)
     samples = [x for part in parts for x in part.samples_s]
     medians = [m for part in parts for m in part.session_medians_s]
     windows = [part.protocol for part in parts]
@@ -264,14 +274,7 @@ def pool_sessions(point: Point, parts: list[records.Measurement]) -> records.Mea
         stats = summarize(samples, items_per_call=point.batch, window_s=window)
     if len(medians) > 1:
         stats["between_session_cv"] = cv(np.asarray(medians))
-    seen = [part.interference for part in parts]
     return records.Measurement(
-        interference=interference_record(
-            [w for i in seen for w in i.sessions], [w for i in seen for w in i.discarded]
-        ),
-        calibration=records.Calibration(
-            sessions=[s for part in parts for s in part.calibration.sessions]
-        ),
         counters=parts[0].counters,
         samples_s=samples,
         session_medians_s=medians,
@@ -279,8 +282,8 @@ def pool_sessions(point: Point, parts: list[records.Measurement]) -> records.Mea
         protocol=info,
         settings=parts[-1].settings,
         binding=parts[0].binding,
-        setup_s=sum(part.setup_s for part in parts),
         model=parts[0].model,
+        **pooled,
     )
 
 

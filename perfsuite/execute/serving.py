@@ -133,8 +133,8 @@ def measure(
                 max_duration_s=max(settings.max_duration_s, needed_s),
             )
         setup_s = time.perf_counter() - t_setup
-        delay, slow = faults.query_delay_s(point.id), faults.slowdown(point.id)
-        workers = [_worker(s, inputs, delay, slow) for s in sessions]
+        delay = faults.query_delay_s(point.id)
+        workers = [_worker(faults.slowed(s.infer, point.id), inputs, delay) for s in sessions]
         unloaded = _unloaded(
             point, loadgen, settings, workers[0], log_dir, float(np.median(call_s))
         )
@@ -214,13 +214,10 @@ def _warmed_call_s(session, inputs, protocol: records.MeasureProtocol) -> float:
     return float(np.median(times[-3:]))
 
 
-def _worker(session, inputs, delay_s: float = 0.0, slow: float = 0.0):
+def _worker(infer, inputs, delay_s: float = 0.0):
     def serve_samples(indices: list[int]) -> None:
         for i in indices:
-            t0 = time.perf_counter()
-            session.infer(inputs[i % SAMPLES])
-            if slow:
-                faults.busy_wait((time.perf_counter() - t0) * slow)
+            infer(inputs[i % SAMPLES])
             if delay_s:
                 time.sleep(delay_s)
 
@@ -262,7 +259,8 @@ def pool_searches(parts: list[records.Measurement]) -> records.Measurement:
     """One server point from its rate searches (each a fresh process or session): the
     headline is their median and carries every search's rate (``Headline.runs``, the spread
     the gate reads); the samples, and the reported run, are the median search's (the lower
-    of the middle two for an even count); every search's runs stay in the record."""
+    of the middle two for an even count); every search's runs stay in the record. What any
+    pooled measurement pools (interference, calibration, set-up) is runner.pool_sessions'."""
     rates = [p.headline.value for p in parts]
     middle = sorted(range(len(parts)), key=lambda i: rates[i])[(len(parts) - 1) // 2]
     chosen = parts[middle]
@@ -282,24 +280,7 @@ def pool_searches(parts: list[records.Measurement]) -> records.Measurement:
         update={"runs": runs, "best": best, "searches": searches, "unloaded": unloaded}
     )
     headline = chosen.headline.model_copy(update={"value": float(np.median(rates)), "runs": rates})
-    seen = [p.interference for p in parts if p.interference is not None]
-    windows = [w for i in seen for w in i.sessions]
-    return chosen.model_copy(
-        update={
-            "headline": headline,
-            "loadgen": loadgen,
-            "interference": records.Interference(
-                contaminated=any(w.contaminated for w in windows),
-                retries=sum(i.retries for i in seen),
-                sessions=windows,
-                discarded=[w for i in seen for w in i.discarded],
-            ),
-            "calibration": records.Calibration(
-                sessions=[s for p in parts if p.calibration for s in p.calibration.sessions]
-            ),
-            "setup_s": sum(p.setup_s or 0.0 for p in parts),
-        }
-    )
+    return chosen.model_copy(update={"headline": headline, "loadgen": loadgen})
 
 
 def _run_record(run, log_dir: Path) -> records.LoadGenRun:

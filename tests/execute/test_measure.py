@@ -35,3 +35,25 @@ def test_a_loadgen_session_warms_up_on_a_count_cycling_through_the_inputs():
     assert seen == ["a", "b", "c", "a", "b"]
     serving._warmed_call_s(Session(), ["x"], protocol.model_copy(update={"warmup_calls": 1}))
     assert seen[5:] == ["x"] * 3  # at least 3: the median of the last 3 calls
+
+
+def test_the_slow_fault_spins_any_call_its_share_longer(monkeypatch):
+    """``slow:<f>`` wraps timed calls and a LoadGen worker's ``infer(inputs)`` alike: the
+    arguments pass through, and the call takes (1 + f) times as long, spinning."""
+    import time
+
+    from perfsuite.execute import faults
+
+    def infer(x):
+        end = time.perf_counter() + 0.002
+        while time.perf_counter() < end:
+            pass
+        return x * 2
+
+    assert faults.slowed(infer, "p-server") is infer  # no fault: the call itself
+    monkeypatch.setenv(faults.FAULT_ENV, "slow:1.0@*-server")
+    assert faults.slowed(infer, "p-latency") is infer  # another point
+    slow = faults.slowed(infer, "p-server")
+    t0 = time.perf_counter()
+    assert slow(21) == 42
+    assert time.perf_counter() - t0 >= 0.004
