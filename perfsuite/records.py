@@ -558,6 +558,11 @@ class DecodeRecord(_Record):
     tokens_per_s: Positive
     ttft_s: Positive | None = None
     tpot_s: Positive | None = None
+    # llama-bench's "mean ± sd": tokens/s of each repetition (tg: its steps after the first)
+    repetitions: int | None = Field(None, ge=1)
+    tokens_per_s_mean: Positive | None = None
+    tokens_per_s_sd: NonNegative | None = None
+    peak_rss_mb: Positive | None = None  # the measuring process's peak resident memory
     weight_bytes_per_token: int = Field(ge=1)
     triad_gbs: Positive | None = None
     roofline_tokens_per_s: Positive | None = None

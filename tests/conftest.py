@@ -77,6 +77,11 @@ def isolated_cache(request, tmp_path_factory):
     if request.config.getoption("benchmark_only", False):
         yield
         return
+    from perfsuite.prepare.cache import cache_dir
+
+    # the export tools' venv (~1 GB, ~20 s to make) is shared by test runs and xdist workers
+    # (made under a lock), as a user's runs share it; exports themselves stay cold
+    os.environ.setdefault("PERFSUITE_EXPORT_HOME", str(cache_dir()))
     old = os.environ.get("PERFSUITE_CACHE")
     os.environ["PERFSUITE_CACHE"] = str(tmp_path_factory.mktemp("perfsuite-cache"))
     yield

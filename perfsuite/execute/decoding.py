@@ -9,6 +9,7 @@ draw). Weights that fit the L3 are not bound by it: the record says ``cache_resi
 
 from __future__ import annotations
 
+import resource
 import time
 
 import numpy as np
@@ -53,6 +54,8 @@ def measure(
         "roofline_tokens_per_s": roof.ceiling_tokens_per_s if roof else None,
         "roofline_fraction": roof.fraction(run.tokens_per_s) if roof else None,
         "cache_resident": roof.cache_resident if roof else None,
+        # ru_maxrss is KiB on Linux; in a fresh worker, this point's own peak
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     })  # fmt: skip
     samples = [float(x) for x in samples]
     items = 1 if generating else tokens  # tokens per sample

@@ -9,8 +9,11 @@ from perfsuite.llm.bench import (
     run_test,
 )
 from perfsuite.llm.decoder import MODELS, ContextTooLong, DecoderSpec, Unsupported
+from perfsuite.llm.export import ExportFailed
+from perfsuite.llm.genai import genai_missing
 from perfsuite.llm.variants import (
     FRAMEWORKS,
+    GENAI,
     PRECISIONS,
     DecoderSession,
     Variant,
@@ -20,7 +23,9 @@ from perfsuite.llm.variants import (
 )
 
 __all__ = [
+    "ExportFailed",
     "FRAMEWORKS",
+    "GENAI",
     "MODELS",
     "PRECISIONS",
     "ContextTooLong",
@@ -31,6 +36,7 @@ __all__ = [
     "Unsupported",
     "Variant",
     "accuracy",
+    "genai_missing",
     "open_session",
     "prepare",
     "roofline",

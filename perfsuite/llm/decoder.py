@@ -49,6 +49,7 @@ class DecoderSpec:
     max_context: int
     ffn: int
     seed: int = 0
+    architecture: str = "llama"  # the Hugging Face folder's (perfsuite.llm.hf_folder)
 
     @property
     def head_dim(self) -> int:
@@ -58,6 +59,7 @@ class DecoderSpec:
         return (
             f"L{self.layers}-h{self.hidden}-H{self.heads}-kv{self.kv_heads}-V{self.vocab}"
             f"-c{self.max_context}-f{self.ffn}-s{self.seed}"
+            + ("" if self.architecture == "llama" else f"-{self.architecture}")
         )
 
 
@@ -65,6 +67,17 @@ MODELS: dict[str, DecoderSpec] = {
     # plain-pytest smoke tests: builds and runs in well under a second
     "llm_tiny": DecoderSpec(
         layers=2, hidden=128, heads=4, kv_heads=2, vocab=1024, max_context=640, ffn=256
+    ),
+    # the same network as llm_tiny, written as Qwen2 (zero q/k/v biases) for the GenAI tools
+    "qwen2_tiny": DecoderSpec(
+        layers=2,
+        hidden=128,
+        heads=4,
+        kv_heads=2,
+        vocab=1024,
+        max_context=640,
+        ffn=256,
+        architecture="qwen2",
     ),
     # int4 weights streamed per token ~ 123M matmul params / 2 ~ 77 MB incl. scales: past a
     # 32 MiB L3, so tg is memory-bound as on a real LLM

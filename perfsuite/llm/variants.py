@@ -13,11 +13,13 @@ import hashlib
 import logging
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from perfsuite.llm import export, genai, hf_folder
 from perfsuite.llm.decoder import (
     GRAPH_VERSION,
     ContextTooLong,
@@ -29,7 +31,10 @@ from perfsuite.llm.decoder import (
 from perfsuite.text import plain_value
 
 VARIANTS_VERSION = "1"  # bump when quantization settings change: part of the cache key
-FRAMEWORKS = ("onnxruntime", "openvino")
+# onnxruntime/openvino run the hand-built graph; the GenAI runtimes run the same network
+# exported by optimum-intel / the onnxruntime-genai builder (perfsuite.llm.export)
+FRAMEWORKS = ("onnxruntime", "openvino", "onnxruntime-genai", "openvino-genai")
+GENAI = ("onnxruntime-genai", "openvino-genai")
 PRECISIONS = ("fp32", "int8_wo", "int4_sym_g32", "int4_sym_g128", "int4_asym_g128")
 # MatMulNBits computes with int8 activations (its fast CPU kernels) at accuracy_level 4; at
 # None/0, 8-bit weights fall to a path 50x slower (ORT 1.32, llm_small tg32 at 2 threads:
@@ -96,6 +101,8 @@ def prepare(
     spec = spec_for(model)
     if accuracy_level == "default":
         accuracy_level = default_accuracy_level(precision)
+    if framework in GENAI:
+        return _prepare_genai(model, spec, precision, framework, cache_dir, accuracy_level)
     if framework == "openvino" and accuracy_level is not None:
         accuracy_level = None  # an ONNX Runtime MatMulNBits attribute; OpenVINO has no such knob
     key = _cache_key(spec, precision, framework, accuracy_level)
@@ -129,6 +136,35 @@ def prepare(
         accuracy_level=accuracy_level,
         notes=notes,
     )
+
+
+def _prepare_genai(model, spec, precision, framework, cache_dir, accuracy_level) -> Variant:
+    cache_dir = Path(cache_dir)
+    folder = cache_dir / f"{model}-hf-{_digest(spec.key(), hf_folder.FOLDER_VERSION)}"
+    if not folder.exists():
+        hf_folder.write_folder(spec, spec.architecture, folder)
+    scheme = SCHEMES[precision]
+    key = _digest(folder.name, precision, framework, export.EXPORT_VERSION,
+                  *export.export_requirements())  # fmt: skip
+    short = "ovgenai" if framework == "openvino-genai" else "ortgenai"
+    dest = export.export(framework, folder, export.Scheme(scheme.bits, scheme.symmetric,
+                         scheme.group_size), cache_dir / f"{model}-{precision}-{short}-{key}",
+                         cache_dir)  # fmt: skip
+    if framework == "openvino-genai":
+        wbpt, level = _ov_weight_bytes(dest / "openvino_model.xml"), None
+    else:
+        wbpt, level = _ort_weight_bytes(dest / "model.onnx", spec), accuracy_level
+    return Variant(
+        path=dest, framework=framework, precision=precision, model=model, spec=spec,
+        weight_bytes_per_token=wbpt,
+        file_bytes=sum(p.stat().st_size for p in dest.iterdir() if p.is_file()),
+        params=param_count(spec), accuracy_level=level,
+        notes=(f"exported: {(dest / '.complete').read_text().strip()}",),
+    )  # fmt: skip
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
 
 
 def _cache_key(spec: DecoderSpec, precision: str, framework: str, level: int | None) -> str:
@@ -218,7 +254,7 @@ def _ort_weight_bytes(path: Path, spec: DecoderSpec) -> int:
     """Bytes streamed per generated token, from the stored initializers."""
     import onnx  # heavy optional dependency: reading the built file
 
-    graph = onnx.load(str(path)).graph
+    graph = onnx.load(str(path), load_external_data=False).graph
     sizes = {t.name: (int(np.prod(t.dims)), _itemsize(t.data_type)) for t in graph.initializer}
     streamed = 0
     for node in graph.node:
@@ -386,6 +422,18 @@ class DecoderSession:
         """One decode step on the KV cache; that position's logits [vocab]."""
         return self._forward(np.array([[token]], dtype=np.int64))
 
+    def timed_generate(self, prompt, n: int) -> tuple[float, list[float], list[int]]:
+        """Greedy generation of ``n`` tokens: (time to the first, each later step's time,
+        the tokens)."""
+        self.check_fits(len(prompt), n)
+        started = time.perf_counter()
+        tokens = [int(np.argmax(self.prefill(np.asarray(prompt))))]
+        stamps = [started, time.perf_counter()]
+        for _ in range(n - 1):
+            tokens.append(int(np.argmax(self.step(tokens[-1]))))
+            stamps.append(time.perf_counter())
+        return stamps[1] - stamps[0], list(np.diff(stamps[1:])), tokens
+
     def __enter__(self) -> DecoderSession:
         return self
 
@@ -397,5 +445,11 @@ class DecoderSession:
         self._past = {}
 
 
-def open_session(variant: Variant, threads: int) -> DecoderSession:
+def open_session(variant: Variant, threads: int):
+    """A session of the variant's runtime; each has ``timed_generate``, ``check_fits``
+    and ``settings``; those that expose logits have ``prefill``/``step`` too."""
+    if variant.framework == "openvino-genai":
+        return genai.OpenVinoGenAISession(variant, threads)
+    if variant.framework == "onnxruntime-genai":
+        return genai.OnnxRuntimeGenAISession(variant, threads)
     return DecoderSession(variant, threads)

@@ -294,7 +294,7 @@ def make_profile(name: str, raw: dict) -> Profile:
     if paths := [m for m in lists["models"] if m.endswith((".onnx", ".xml")) or "/" in m]:
         raise PlanError(f"models: {paths[0]!r} is a file; name files with --perf-model PATH")
     _choices("model", lists["models"], model_names() + list(llm.MODELS))
-    _choices("framework", lists["frameworks"], list(BACKENDS))
+    _choices("framework", lists["frameworks"], _union(list(BACKENDS), llm.FRAMEWORKS))
     _choices("precision", lists["precisions"], _union(quantize.PRECISIONS, llm.PRECISIONS))
     for mode in lists["mode"]:
         try:
@@ -555,6 +555,8 @@ def _spark_points(profile, model, node, cores, unavailable) -> list[Point]:
 def skip_reason(model, fw, prec, unavailable, bf16) -> str | None:
     if model in llm.MODELS:
         return unavailable.get(fw) or llm.why_not(fw, prec)
+    if fw in llm.GENAI:
+        return f"{fw} runs the LLMs ({', '.join(llm.MODELS)}), not {model}"
     no_bf16 = quantize.NO_BF16 if prec == "bf16" and not bf16 else None
     return (
         unavailable.get(fw)

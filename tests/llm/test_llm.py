@@ -139,7 +139,9 @@ def test_bench_pp_and_tg_give_consistent_positive_numbers(cache, framework):
     assert pp.tokens_per_s == pytest.approx(32 / float(np.median(pp_samples)))
     assert pp.weight_bytes_per_token == session.variant.weight_bytes_per_token
     tg, tg_samples = run_test(session, "tg8", repetitions=2)
-    assert len(tg_samples) == 16 and all(s > 0 for s in tg_samples)
+    # the first token's time is the TTFT; tg's samples are the 7 steps after it, per rep
+    assert len(tg_samples) == 14 and all(s > 0 for s in tg_samples)
+    assert tg.repetitions == 2 and tg.tokens_per_s_sd is not None
     assert tg.tokens_per_s == pytest.approx(1 / tg.tpot_s)
     assert tg.ttft_s > 0 and math.isfinite(tg.tokens_per_s)
     assert session.settings["framework"] == framework

@@ -1,0 +1,166 @@
+"""Sessions of the GenAI runtimes teams deploy: OpenVINO GenAI's ``LLMPipeline`` and ONNX
+Runtime GenAI's ``og.Generator``, on exported folders (``perfsuite.llm.export``).
+
+Both take token ids (no tokenizer on the measured path) and time each generated token as the
+runtime hands it over: OpenVINO GenAI through a streamer's ``write``, ONNX Runtime GenAI
+around ``generate_next_token``. A prompt that does not fit the context is refused here, before
+the runtime sees it: OpenVINO GenAI 2026.4 runs past ``max_position_embeddings`` silently.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+
+import numpy as np
+
+from perfsuite.llm.decoder import ContextTooLong
+
+RUNTIMES = {"openvino-genai": "openvino_genai", "onnxruntime-genai": "onnxruntime_genai"}
+
+
+def genai_missing() -> dict[str, str]:
+    """Why each GenAI framework cannot run here (its package is not installed)."""
+    return {
+        framework: f"{module} is not installed (pip install 'perfsuite[frameworks]')"
+        for framework, module in RUNTIMES.items()
+        if importlib.util.find_spec(module) is None
+    }
+
+
+class GenAISession:
+    """What the GenAI sessions share: the context check and the context-manager form."""
+
+    def __init__(self, variant, threads: int) -> None:
+        self.variant = variant
+        self.spec = variant.spec
+        self.threads = threads
+        self.settings: dict = {}
+
+    def check_fits(self, prompt: int, generated: int) -> None:
+        if prompt + generated > self.spec.max_context:
+            raise ContextTooLong(
+                f"prompt of {prompt} tokens + {generated} generated exceeds the model's "
+                f"context of {self.spec.max_context}"
+            )
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        pass
+
+
+class OpenVinoGenAISession(GenAISession):
+    """``openvino_genai.LLMPipeline`` on an optimum-intel export (stateful, KV cache inside)."""
+
+    def __init__(self, variant, threads: int) -> None:
+        super().__init__(variant, threads)
+        import openvino as ov  # heavy optional dependency: only this framework
+        import openvino_genai as genai  # heavy optional dependency: only this framework
+
+        self._ov, self._genai = ov, genai
+        config = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY",
+                  "INFERENCE_PRECISION_HINT": "f32"}  # fmt: skip
+        self._pipe = genai.LLMPipeline(str(variant.path), "CPU", **config)
+        self.settings = {"framework": "openvino-genai", "version": genai.__version__,
+                         "pipeline": "LLMPipeline", "kv_cache": "stateful, in the model",
+                         **config}  # fmt: skip
+
+    def _config(self, n: int):
+        config = self._genai.GenerationConfig()
+        config.max_new_tokens = config.min_new_tokens = n
+        config.ignore_eos = True  # a random model may emit EOS: tg<N> means N tokens
+        config.do_sample = False
+        return config
+
+    def _inputs(self, prompt):
+        ids = np.asarray(prompt, np.int64).reshape(1, -1)
+        return self._genai.TokenizedInputs(self._ov.Tensor(ids), self._ov.Tensor(np.ones_like(ids)))
+
+    def timed_generate(self, prompt, n: int) -> tuple[float, list[float], list[int]]:
+        self.check_fits(len(prompt), n)
+        clock = _streamer_clock(self._genai)
+        started = time.perf_counter()
+        result = self._pipe.generate(self._inputs(prompt), self._config(n), clock)
+        stamps = [started, *clock.times]
+        return stamps[1] - stamps[0], list(np.diff(stamps[1:])), [int(t) for t in result.tokens[0]]
+
+    def close(self) -> None:
+        self._pipe = None
+
+
+def _streamer_clock(genai):
+    class Clock(genai.StreamerBase):
+        def __init__(self) -> None:
+            super().__init__()
+            self.times: list[float] = []
+
+        def write(self, token):
+            now = time.perf_counter()
+            self.times += [now] * (1 if isinstance(token, int) else len(token))
+            return genai.StreamingStatus.RUNNING
+
+        def end(self) -> None:
+            pass
+
+    return Clock()
+
+
+class OnnxRuntimeGenAISession(GenAISession):
+    """``onnxruntime_genai`` on a folder with ``genai_config.json`` (the builder's export)."""
+
+    def __init__(self, variant, threads: int) -> None:
+        super().__init__(variant, threads)
+        import onnxruntime_genai as og  # heavy optional dependency: only this framework
+
+        self._og = og
+        config = og.Config(str(variant.path))
+        options = {"intra_op_num_threads": threads, "inter_op_num_threads": 1}
+        config.overlay(json.dumps({"model": {"decoder": {"session_options": options}}}))
+        self._model = og.Model(config)
+        self._generator = None
+        self.settings = {"framework": "onnxruntime-genai", "version": og.__version__,
+                         "accuracy_level": variant.accuracy_level, **options,
+                         "kv_cache": "in the generator"}  # fmt: skip
+
+    def _new(self, total: int):
+        params = self._og.GeneratorParams(self._model)
+        # min_length = max_length: a random model may emit EOS; tg<N> means N tokens
+        params.set_search_options(max_length=total, min_length=total, do_sample=False)
+        return self._og.Generator(self._model, params)
+
+    def timed_generate(self, prompt, n: int) -> tuple[float, list[float], list[int]]:
+        self.check_fits(len(prompt), n)
+        ids = np.asarray(prompt, np.int32).reshape(1, -1)
+        # a Generator costs ~12 ms to create whatever the model (0.18, llm_tiny): a per-request
+        # cost, kept out of the prompt's time as llama-bench keeps its context set-up out
+        generator = self._new(ids.shape[1] + n)
+        started = time.perf_counter()
+        generator.append_tokens(ids)
+        stamps, tokens = [started], []
+        for _ in range(n):
+            generator.generate_next_token()
+            tokens.append(int(generator.get_next_tokens()[0]))
+            stamps.append(time.perf_counter())
+        return stamps[1] - stamps[0], list(np.diff(stamps[1:])), tokens
+
+    # teacher forcing, for the logits agreement (llm.bench.teacher_forced_logits)
+    def prefill(self, tokens) -> np.ndarray:
+        ids = np.asarray(tokens, np.int32).reshape(1, -1)
+        self.check_fits(ids.shape[1], 0)
+        self._generator = self._new(self.spec.max_context)
+        self._generator.append_tokens(ids)
+        return np.array(self._generator.get_logits()).reshape(-1)
+
+    def step(self, token: int) -> np.ndarray:
+        self._generator.append_tokens(np.array([[token]], np.int32))
+        return np.array(self._generator.get_logits()).reshape(-1)
+
+    def close(self) -> None:
+        self._generator = None
+        self._model = None

@@ -1,0 +1,158 @@
+"""The GenAI runtimes on exports made here: OpenVINO GenAI (optimum-intel) and ONNX Runtime
+GenAI (its model builder), on the Hugging Face folder of the hand-built decoder's weights.
+
+The export tools run in their own venv (perfsuite.llm.export); the first run makes it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfsuite.llm import (
+    MODELS,
+    ContextTooLong,
+    ExportFailed,
+    accuracy,
+    genai_missing,
+    open_session,
+    prepare,
+    run_test,
+    why_not,
+)
+from perfsuite.llm import export as exporting
+from perfsuite.llm.hf_folder import check_folder, hf_tensors, write_folder
+
+pytest.importorskip("onnx", reason="the LLM decoder is built as ONNX")
+GENAI = [
+    pytest.param(
+        fw, marks=pytest.mark.skipif(fw in genai_missing(), reason=genai_missing().get(fw, ""))
+    )
+    for fw in ("openvino-genai", "onnxruntime-genai")
+]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("genai_cache")
+
+
+def _greedy(variant, prompt, n=24):
+    with open_session(variant, threads=1) as session:
+        return session.timed_generate(prompt, n)[2]
+
+
+@pytest.mark.parametrize("framework", GENAI)
+def test_exported_runtime_generates_the_hand_built_decoders_tokens(cache, framework):
+    """The folder is the same network: the runtime's greedy tokens equal the hand-built
+    graph's, token for token."""
+    prompt = np.random.default_rng(3).integers(3, MODELS["llm_tiny"].vocab, 16)
+    ours = _greedy(prepare("llm_tiny", "fp32", "onnxruntime", cache), prompt)
+    variant = prepare("llm_tiny", "fp32", framework, cache)
+    assert _greedy(variant, prompt) == ours
+    reference = prepare("llm_tiny", "fp32", "onnxruntime", cache)
+    # the same fp32 weights are streamed per token (one embedding row + every matmul)
+    assert variant.weight_bytes_per_token == pytest.approx(reference.weight_bytes_per_token, 1e-3)
+    assert (variant.path / ".complete").exists() and variant.notes[0].startswith("exported: ")
+
+
+@pytest.mark.parametrize("framework", GENAI)
+def test_int4_export_is_compressed_accurate_and_measured(cache, framework):
+    variant = prepare("llm_tiny", "int4_sym_g32", framework, cache)
+    fp32 = prepare("llm_tiny", "fp32", framework, cache)
+    assert variant.weight_bytes_per_token < fp32.weight_bytes_per_token / 5
+    got = accuracy("llm_tiny", "int4_sym_g32", framework, cache, tokens=32)
+    assert got.passed, got
+    # ONNX Runtime GenAI exposes logits; OpenVINO GenAI's pipeline only tokens
+    assert (got.mean_cosine is None) == (framework == "openvino-genai")
+    with open_session(variant, threads=1) as session:
+        pp, pp_samples = run_test(session, "pp32", repetitions=3)
+        tg, tg_samples = run_test(session, "tg8", repetitions=2)
+        assert session.settings["framework"] == framework
+    assert len(pp_samples) == 3 and pp.tokens_per_s == pytest.approx(32 / np.median(pp_samples))
+    assert len(tg_samples) == 14 and tg.tokens_per_s == pytest.approx(1 / tg.tpot_s)
+    assert tg.ttft_s > 0 and tg.repetitions == 2
+
+
+def test_qwen2_folder_is_the_same_network(cache):
+    """Qwen2's q/k/v biases are zero: its export generates llama's tokens."""
+    pytest.importorskip("onnxruntime_genai", reason=genai_missing().get("onnxruntime-genai"))
+    prompt = np.random.default_rng(5).integers(3, MODELS["llm_tiny"].vocab, 16)
+    llama = _greedy(prepare("llm_tiny", "fp32", "onnxruntime", cache), prompt)
+    qwen = prepare("qwen2_tiny", "fp32", "onnxruntime-genai", cache)
+    config = json.loads((qwen.path / "genai_config.json").read_text())
+    assert config["model"]["type"] == "qwen2"
+    assert _greedy(qwen, prompt) == llama
+
+
+def test_folder_tensors_are_huggingface_layouts():
+    spec = MODELS["qwen2_tiny"]
+    tensors = hf_tensors(spec, "qwen2")
+    assert tensors["model.layers.0.self_attn.k_proj.weight"].shape == (
+        spec.kv_heads * spec.head_dim, spec.hidden)  # fmt: skip
+    assert tensors["lm_head.weight"].shape == (spec.vocab, spec.hidden)
+    assert not tensors["model.layers.1.self_attn.q_proj.bias"].any()
+    assert "model.layers.0.self_attn.q_proj.bias" not in hf_tensors(spec, "llama")
+
+
+def test_folder_tokenizer_round_trips(tmp_path):
+    from tokenizers import Tokenizer
+
+    folder = write_folder(MODELS["llm_tiny"], "llama", tmp_path / "m")
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    text = "The iris dataset has 150 samples."
+    assert tokenizer.decode(tokenizer.encode(text).ids) == text
+    assert tokenizer.token_to_id("</s>") == json.loads((folder / "config.json").read_text())[
+        "eos_token_id"]  # fmt: skip
+
+
+@pytest.mark.parametrize("missing", ["tokenizer.json", "config.json"])
+def test_folder_missing_a_file_is_one_line(tmp_path, missing):
+    folder = write_folder(MODELS["llm_tiny"], "llama", tmp_path / "m")
+    (folder / missing).unlink()
+    with pytest.raises(ValueError) as error:
+        check_folder(folder)
+    assert str(error.value) == f"LLM folder {folder} has no {missing}"
+    with pytest.raises(ValueError, match="does not exist"):
+        check_folder(tmp_path / "nowhere")
+
+
+def test_failed_export_is_one_line(tmp_path, cache):
+    pytest.importorskip("onnxruntime_genai", reason=genai_missing().get("onnxruntime-genai"))
+    folder = write_folder(MODELS["llm_tiny"], "llama", tmp_path / "broken")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "model_type": "no_such_arch"}))
+    dest = tmp_path / "out"
+    with pytest.raises(ExportFailed) as error:
+        exporting.export("onnxruntime-genai", folder, exporting.Scheme(32, True, 0), dest, cache)
+    message = str(error.value)
+    assert "\n" not in message and "no_such_arch" in message, message
+    assert message.startswith("the onnxruntime-genai builder export of broken failed (exit")
+    assert not dest.exists() and error.value.detail  # nothing half-written; the log is kept
+    assert not list(tmp_path.glob(".out.*"))
+
+
+def test_unknown_runtime_and_long_prompt(cache):
+    assert "unknown framework 'llama.cpp'" in why_not("llama.cpp", "fp32")
+    assert why_not("openvino-genai", "int4_asym_g128") is None
+    if "onnxruntime-genai" in genai_missing():
+        pytest.skip(genai_missing()["onnxruntime-genai"])
+    with open_session(prepare("llm_tiny", "fp32", "onnxruntime-genai", cache), 1) as session:
+        with pytest.raises(ContextTooLong, match="prompt of 700 tokens \\+ 1 generated"):
+            run_test(session, "pp700", repetitions=1)
+
+
+def test_export_python_override_must_exist(monkeypatch, tmp_path):
+    monkeypatch.setenv(exporting.PYTHON_ENV, str(tmp_path / "python"))
+    with pytest.raises(ExportFailed, match="PERFSUITE_EXPORT_PYTHON=.*: no such executable"):
+        exporting.export_python(tmp_path)
+    assert shutil.which("python3")  # the managed venv path is exercised by the tests above
+
+
+def test_tool_error_line_is_the_exception():
+    out = "Traceback (most recent call last):\n  File x\nKeyError: 'no_such_arch'\nbye\n"
+    assert exporting.last_error(out) == "KeyError: 'no_such_arch'"
+    assert exporting.last_error("warning\n\n") == "warning"
