@@ -90,7 +90,8 @@ class SparkSpec(_Record):
 WINDOW_MODES = ("latency", "throughput")
 SCENARIOS = ("single_stream", "multi_stream", "server", "offline")
 DECODE_TEST = re.compile(r"^(pp|tg)([1-9][0-9]{0,4})$")
-MODES = WINDOW_MODES + SCENARIOS + ("pp<N>", "tg<N>")
+LLM_SERVER = "llm_server"  # an LLM served with continuous batching (perfsuite.llm.serving)
+MODES = WINDOW_MODES + SCENARIOS + ("pp<N>", "tg<N>", LLM_SERVER)
 
 
 class Unsupported(RuntimeError):
@@ -114,7 +115,7 @@ def mode_kind(mode: str) -> Literal["window", "loadgen", "decode"]:
         return "window"
     if mode in SCENARIOS:
         return "loadgen"
-    if DECODE_TEST.match(mode):
+    if DECODE_TEST.match(mode) or mode == LLM_SERVER:
         return "decode"
     raise ValueError(f"mode {mode!r}: use one of {', '.join(MODES)} (N from 1 to 99999)")
 
@@ -335,6 +336,21 @@ class LoadGenSettings(_Record):
     unloaded: bool = True  # server: a SingleStream run before the search (the first one's)
 
 
+class LlmServingSettings(_Record):
+    """What an ``llm_server`` point serves (``sweep.plan.Profile.llm_serving``)."""
+
+    ttft_bound_ms: Positive
+    tpot_bound_ms: Positive
+    requests: int = Field(ge=2)  # per rate tried, at least
+    duration_s: Positive = 3.0  # the arrivals span at least this: rate x duration requests
+    input_tokens: tuple[int, int]  # uniform, inclusive
+    output_tokens: tuple[int, int]
+    burstiness: Positive = 1.0  # gamma shape of the arrival gaps: 1 = Poisson
+    static_batch: int = Field(4, ge=1)  # static batching's batch, run at the rate found
+    search_steps: int = Field(ge=1)
+    search_precision: Annotated[float, Field(gt=0, lt=1)]
+
+
 class ModelInput(_Record):
     """One input of a model: its name, element type (numpy's name) and shape, a symbolic
     dimension by its name ("?" where the file names none)."""
@@ -405,6 +421,7 @@ class MeasureProtocol(_Record):
     counters: bool = False  # perf stat on the measurement window (execute.counters)
     sessions: int = Field(1, ge=1)  # fresh framework sessions, measured one after another
     loadgen: LoadGenSettings | None = None
+    llm_serving: LlmServingSettings | None = None
     log_dir: str | None = None  # a LoadGen point's logs (relative to the run directory)
     model: ModelSpec | None = None  # the point's model when it is a declared file
     barrier: str | None = None  # a shard's: "FOLDER:N", its window starts when N shards are ready
@@ -550,6 +567,47 @@ class LoadGenRecord(_Record):
         return self.settings.get("latency_bound_ms")
 
 
+class Percentiles(_Record):
+    p50: NonNegative
+    p90: NonNegative
+    p99: NonNegative
+
+
+class LlmServingRun(_Record):
+    """One open-loop run of an LLM server at a request rate (``llm.serving``): per-request
+    TTFT, TPOT = (latency - TTFT) / (output tokens - 1), inter-token and end-to-end latency
+    percentiles in seconds, throughput and goodput (requests/s meeting every bound)."""
+
+    batching: Literal["continuous", "static"]
+    rate_rps: Positive  # the arrivals' rate
+    requests: int = Field(ge=1)
+    completed: int = Field(ge=0)
+    duration_s: Positive  # first arrival to last token
+    ttft_s: Percentiles
+    tpot_s: Percentiles
+    itl_s: Percentiles
+    e2e_s: Percentiles
+    output_tokens_per_s: NonNegative
+    goodput_rps: NonNegative
+    meets_slo: bool  # p99 TTFT and p99 TPOT within their bounds, every request completed
+    max_batch: int | None = None  # static batching's batch size; None: the scheduler's
+    e2e_each_s: list[Positive] = []  # each completed request's end-to-end latency, in order
+
+
+class LlmServing(_Record):
+    """A serving point: the workload and bounds, the rate search's runs (one per step, in
+    order), the highest rate meeting the bounds, and static batching at that rate."""
+
+    workload: dict[str, JSONValue]  # lengths, arrival process, requests per step
+    ttft_bound_s: Positive
+    tpot_bound_s: Positive
+    runs: list[LlmServingRun]
+    best: int | None = None  # index in runs of the highest rate meeting the bounds
+    converged: bool = False
+    static: LlmServingRun | None = None  # static batching at the best rate, side by side
+    static_why_not: str | None = None
+
+
 class DecodeRecord(_Record):
     """A llama-bench test (``perfsuite.llm``) with its memory-bandwidth roofline."""
 
@@ -564,6 +622,7 @@ class DecodeRecord(_Record):
     tokens_per_s_sd: NonNegative | None = None
     peak_rss_mb: Positive | None = None  # the measuring process's peak resident memory
     weight_bytes_per_token: int = Field(ge=1)
+    serving: LlmServing | None = None  # an LLM serving point (mode "serve")
     triad_gbs: Positive | None = None
     roofline_tokens_per_s: Positive | None = None
     roofline_fraction: NonNegative | None = None
@@ -625,11 +684,20 @@ class Measurement(_Record):
         TTFT, TPOT and fraction of the bandwidth roofline. Every output carries these."""
         out = [self.headline] if self.headline is not None else []
         d = self.decode
-        for name, value, unit, higher in (
+        served = d and d.serving and d.serving.best is not None
+        figures = (
             ("TTFT", d and d.ttft_s, "s", False),
             ("TPOT", d and d.tpot_s, "s", False),
             ("roofline fraction", d and d.roofline_fraction, "fraction", True),
-        ):
+        )
+        if served:  # an llm_server point: the rate the search found, its p99s
+            figures = (
+                ("TTFT p99", d.ttft_s, "s", False),
+                ("TPOT p99", d.tpot_s, "s", False),
+                ("output tokens/s", d.tokens_per_s, "tokens/s", True),
+                ("request rate", d.serving.runs[d.serving.best].rate_rps, "requests/s", True),
+            )
+        for name, value, unit, higher in figures:
             if value:
                 out.append(Headline(name=name, value=value, unit=unit, higher_is_better=higher))
         return out

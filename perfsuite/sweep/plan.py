@@ -25,7 +25,9 @@ from perfsuite.prepare.backends import BACKENDS, get_backend
 from perfsuite.prepare.models import files
 from perfsuite.prepare.models import names as model_names
 from perfsuite.records import (
+    LLM_SERVER,
     SPARK_PATTERNS,
+    LlmServingSettings,
     LoadGenSettings,
     MeasureProtocol,
     Point,
@@ -50,6 +52,14 @@ OPTIONAL = {
     "search_steps": 8,
     "search_precision": 0.05,
     "server_searches": 1,  # rate searches per server point, each in a fresh process: median
+    # llm_server points (perfsuite.llm.serving): p99 bounds, requests per rate, lengths
+    "llm_slo_ms": [150.0, 10.0],
+    "llm_requests": 24,
+    "llm_duration_s": 3.0,
+    "llm_input_tokens": [32, 96],
+    "llm_output_tokens": [16, 48],
+    "llm_burstiness": 1.0,
+    "llm_static_batch": 4,
     # more points beside the profile's product: each a table of dimension lists that replace
     # the profile's (e.g. one server point in the default sweep), the rest of the profile kept
     "also": [],
@@ -99,6 +109,13 @@ class Profile:
     search_steps: int = 8
     search_precision: float = 0.05
     server_searches: int = 1
+    llm_slo_ms: tuple[float, float] = (150.0, 10.0)  # p99 TTFT, p99 TPOT
+    llm_requests: int = 24
+    llm_duration_s: float = 3.0
+    llm_input_tokens: tuple[int, int] = (32, 96)
+    llm_output_tokens: tuple[int, int] = (16, 48)
+    llm_burstiness: float = 1.0
+    llm_static_batch: int = 4
     also: tuple[Profile, ...] = ()
 
     def as_dict(self) -> dict:
@@ -123,6 +140,17 @@ class Profile:
             search_precision=self.search_precision,
             searches=self.server_searches,
         )
+
+    def llm_serving(self) -> LlmServingSettings:
+        """What an ``llm_server`` point serves (``perfsuite.llm.serving``)."""
+        return LlmServingSettings(
+            ttft_bound_ms=self.llm_slo_ms[0], tpot_bound_ms=self.llm_slo_ms[1],
+            requests=self.llm_requests, duration_s=self.llm_duration_s,
+            input_tokens=self.llm_input_tokens,
+            output_tokens=self.llm_output_tokens, burstiness=self.llm_burstiness,
+            static_batch=self.llm_static_batch, search_steps=self.search_steps,
+            search_precision=self.search_precision,
+        )  # fmt: skip
 
     def protocol(self, *, counters: bool = False, sessions: int | None = None) -> MeasureProtocol:
         """The measurement protocol a point runs with (``perfsuite.execute.measure``)."""
@@ -243,6 +271,36 @@ def _serving(name: str, raw: dict) -> dict:
         if not math.isfinite(out[key]) or not ok(out[key]):
             raise PlanError(f"profile {name!r}: {key} = {value!r} must be {what}")
     _check_schedule(name, out)
+    return out | _llm_serving(name, raw)
+
+
+def _llm_serving(name: str, raw: dict) -> dict:
+    """The llm_server keys, checked: each bad value is one line naming the key."""
+
+    def pair(key: str, typ, ok, what: str) -> tuple:
+        value = raw[key]
+        if (not isinstance(value, list) or len(value) != 2
+                or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value)
+                or not ok(*value)):  # fmt: skip
+            raise PlanError(f"profile {name!r}: {key} = {value!r} must be {what}")
+        return tuple(typ(v) for v in value)
+
+    out = {
+        "llm_slo_ms": pair("llm_slo_ms", float, lambda a, b: 0 < a < math.inf and 0 < b < math.inf,
+                           "[TTFT ms, TPOT ms], both > 0"),
+        "llm_input_tokens": pair("llm_input_tokens", int, lambda a, b: 1 <= a <= b == int(b),
+                                 "[fewest, most] prompt tokens, 1 <= fewest <= most"),
+        "llm_output_tokens": pair("llm_output_tokens", int, lambda a, b: 2 <= a <= b == int(b),
+                                  "[fewest, most] generated tokens, 2 <= fewest <= most"),
+    }  # fmt: skip
+    for key, low, high, typ in (("llm_requests", 2, 100000, int), ("llm_static_batch", 1, 256, int),
+                                ("llm_burstiness", 0.01, 100, float),
+                                ("llm_duration_s", 0.1, 3600, float)):  # fmt: skip
+        value = raw[key]
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or (typ is int and value != int(value)) or not low <= value <= high):  # fmt: skip
+            raise PlanError(f"profile {name!r}: {key} = {value!r} must be from {low} to {high}")
+        out[key] = typ(value)
     return out
 
 
@@ -260,6 +318,7 @@ def _check_schedule(name: str, out: dict) -> None:
 
 def _check_context(models, modes) -> None:
     """A decode test longer than an LLM's context cannot run: say so before measuring."""
+    modes = [m for m in modes if m != LLM_SERVER]
     for model in (m for m in models if m in llm.MODELS):
         context = llm.MODELS[model].max_context
         for mode in (m for m in modes if mode_kind(m) == "decode"):
@@ -429,7 +488,8 @@ def expand(
             candidates += _spark_points(profile, model, node, cores, unavailable)
         for p in candidates:
             no_loadgen = unavailable.get("loadgen") if mode_kind(p.mode) == "loadgen" else None
-            why = skip_reason(model, fw, prec, unavailable, bf16) or _fixed_batch(model, p.batch)
+            why = (skip_reason(model, fw, prec, unavailable, bf16)
+                   or _fixed_batch(model, p.batch) or _llm_server_runtime(p.mode, fw))  # fmt: skip
             skip = p.skip or node_skip or no_loadgen or why
             p = p.but(framework=fw, precision=prec, skip=skip)
             points.setdefault(p.id, p)
@@ -564,6 +624,13 @@ def skip_reason(model, fw, prec, unavailable, bf16) -> str | None:
         or get_backend(fw).why_not(prec)
         or no_bf16
     )
+
+
+def _llm_server_runtime(mode: str, fw: str) -> str | None:
+    if mode == LLM_SERVER and fw != "openvino-genai":
+        return (f"llm_server runs continuous batching on openvino-genai's "
+                f"ContinuousBatchingPipeline; {fw} has none on CPU")  # fmt: skip
+    return None
 
 
 def _fixed_batch(model: str, batch: int) -> str | None:

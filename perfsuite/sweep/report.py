@@ -120,12 +120,42 @@ def shard_lines(ok: list[Result]) -> list[str]:
     return lines
 
 
+def llm_serving_lines(point_id: str, s) -> list[str]:
+    """An llm_server point: the rate its search found, per-request p99s against the bounds,
+    goodput, then static batching at the same rate."""
+
+    def run_text(run) -> str:
+        return (
+            f"{run.batching} batching at {run.rate_rps:.3g} requests/s: p99 TTFT "
+            f"{run.ttft_s.p99 * 1e3:.1f} ms, TPOT {run.tpot_s.p99 * 1e3:.2f} ms, ITL "
+            f"{run.itl_s.p99 * 1e3:.2f} ms, e2e {run.e2e_s.p99 * 1e3:.0f} ms; "
+            f"{run.output_tokens_per_s:.0f} output tokens/s, goodput {run.goodput_rps:.3g} "
+            f"requests/s ({run.completed}/{run.requests} done"
+            + (f", batch {run.max_batch})" if run.max_batch else ")")
+        )
+
+    bounds = f"p99 TTFT <= {s.ttft_bound_s * 1e3:g} ms, TPOT <= {s.tpot_bound_s * 1e3:g} ms"
+    if s.best is None:
+        return [f"{point_id}: no rate met {bounds}"]
+    tried = ", ".join(f"{r.rate_rps:.3g}{'' if r.meets_slo else '!'}" for r in s.runs)
+    out = [f"{point_id}: highest rate meeting {bounds} (tried {tried}; ! = missed"
+           f"{'' if s.converged else '; not converged'}): " + run_text(s.runs[s.best])]  # fmt: skip
+    if s.static is not None:
+        out.append(f"  same rate, {run_text(s.static)}")
+    elif s.static_why_not:
+        out.append(f"  static batching not run: {s.static_why_not}")
+    return out
+
+
 def decode_lines(ok: list[Result]) -> list[str]:
     """Each decode point against its memory-bandwidth roofline, then the weight-only/fp32
     tokens/s ratios measured in this run."""
     lines, speed = [], {}
     for r in sorted((r for r in ok if r.decode), key=lambda r: r.id):
         d, p = r.decode, r.point
+        if d.serving is not None:
+            lines += llm_serving_lines(r.id, d.serving)
+            continue
         speed[(p.model, p.framework, p.precision, p.threads, p.mode)] = d.tokens_per_s
         text = f"{r.id}: {d.tokens_per_s:.1f} tokens/s"
         if d.ttft_s and d.tpot_s:
