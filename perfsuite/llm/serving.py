@@ -49,7 +49,7 @@ class Request:
 
 
 @dataclass
-class Served:
+class ServedRequest:
     request: Request
     token_s: list[float] = field(default_factory=list)  # each token's time, run clock
 
@@ -92,7 +92,7 @@ def _percentiles(values) -> Percentiles:
 
 
 def summarize(
-    served: list[Served], rate: float, batching: str, ttft_bound: float, tpot_bound: float,
+    served: list[ServedRequest], rate: float, batching: str, ttft_bound: float, tpot_bound: float,
     max_batch: int | None = None,
 ) -> LlmServingRun:  # fmt: skip
     done = [s for s in served if s.token_s]
@@ -148,9 +148,9 @@ class ContinuousBatching:
         config.do_sample = False
         return config
 
-    def serve(self, requests: list[Request]) -> list[Served]:
+    def serve(self, requests: list[Request]) -> list[ServedRequest]:
         pipe, ov = self._pipe, self._ov
-        served = [Served(r) for r in requests]
+        served = [ServedRequest(r) for r in requests]
         handles: dict[int, object] = {}
         nxt = 0
         clock0 = time.perf_counter()
@@ -197,8 +197,8 @@ class StaticBatching:
         self._model = og.Model(config)
         self.settings = {"runtime": "onnxruntime-genai", "batch": batch, **options}
 
-    def serve(self, requests: list[Request]) -> list[Served]:
-        served = [Served(r) for r in requests]
+    def serve(self, requests: list[Request]) -> list[ServedRequest]:
+        served = [ServedRequest(r) for r in requests]
         nxt = 0
         clock0 = time.perf_counter()
         while nxt < len(requests):

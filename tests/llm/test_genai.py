@@ -21,6 +21,7 @@ from perfsuite.llm import (
     open_session,
     prepare,
     run_test,
+    serving,
     why_not,
 )
 from perfsuite.llm import export as exporting
@@ -35,9 +36,13 @@ GENAI = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("genai_cache")
+    """One export cache for every xdist worker of the run (the exports are made under a
+    lock): each export is made once per run, cold."""
+    shared = tmp_path_factory.getbasetemp().parent / "genai_cache"
+    shared.mkdir(exist_ok=True)
+    return shared
 
 
 def _greedy(variant, prompt, n=24):
@@ -140,9 +145,12 @@ def test_unknown_runtime_and_long_prompt(cache):
     assert why_not("openvino-genai", "int4_asym_g128") is None
     if "onnxruntime-genai" in genai_missing():
         pytest.skip(genai_missing()["onnxruntime-genai"])
-    with open_session(prepare("llm_tiny", "fp32", "onnxruntime-genai", cache), 1) as session:
-        with pytest.raises(ContextTooLong, match="prompt of 700 tokens \\+ 1 generated"):
-            run_test(session, "pp700", repetitions=1)
+    variant = prepare("llm_tiny", "fp32", "onnxruntime-genai", cache)
+    with (
+        open_session(variant, 1) as session,
+        pytest.raises(ContextTooLong, match="prompt of 700 tokens \\+ 1 generated"),
+    ):
+        run_test(session, "pp700", repetitions=1)
 
 
 def test_export_python_override_must_exist(monkeypatch, tmp_path):
@@ -156,3 +164,29 @@ def test_tool_error_line_is_the_exception():
     out = "Traceback (most recent call last):\n  File x\nKeyError: 'no_such_arch'\nbye\n"
     assert exporting.last_error(out) == "KeyError: 'no_such_arch'"
     assert exporting.last_error("warning\n\n") == "warning"
+
+
+def test_continuous_and_static_batching_serve_every_request(cache):
+    for why in genai_missing().values():
+        pytest.skip(why)
+    ov = prepare("llm_tiny", "int4_sym_g32", "openvino-genai", cache)
+    ort = prepare("llm_tiny", "int4_sym_g32", "onnxruntime-genai", cache)
+    work = serving.Workload(requests=12, input_tokens=(8, 24), output_tokens=(4, 12),
+                            duration_s=0)  # fmt: skip
+    requests = serving.schedule(work, 400.0, MODELS["llm_tiny"].vocab)
+    continuous = serving.ContinuousBatching(ov, 1)
+    static = serving.StaticBatching(ort, 1, batch=4)
+    for engine in (continuous, static):
+        served = engine.serve(requests)
+        assert [len(s.token_s) for s in served] == [r.output_tokens for r in requests]
+        assert all(s.ttft > 0 and np.all(np.diff(s.token_s) >= 0) for s in served)
+        if engine is static:  # a batch's requests get their tokens at the same steps
+            firsts = [s.token_s[0] for s in served]
+            assert len(set(firsts)) < len(firsts)
+            assert max(firsts.count(t) for t in firsts) <= 4
+    got = serving.serve_point(continuous, static, MODELS["llm_tiny"].vocab, work,
+                              serving.Bounds(ttft_s=5.0, tpot_s=1.0), start_rps=50.0,
+                              max_steps=2)  # fmt: skip
+    assert got.best == 1 and got.runs[1].rate_rps > got.runs[0].rate_rps  # generous bounds
+    assert got.static.batching == "static" and got.static.rate_rps == got.runs[1].rate_rps
+    assert got.static.max_batch == 4 and got.runs[1].goodput_rps > 0

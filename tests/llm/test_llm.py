@@ -161,7 +161,7 @@ def test_prompt_longer_than_context_raises(cache):
     with pytest.raises(ContextTooLong) as error:
         run_test(session, "pp700", repetitions=1)
     assert (
-        str(error.value) == "prompt of 700 tokens + 0 generated exceeds the model's context of 640"
+        str(error.value) == "prompt of 700 tokens + 1 generated exceeds the model's context of 640"
     )
     with pytest.raises(ContextTooLong, match="prompt of 16 tokens \\+ 640 generated"):
         run_test(session, "tg640", repetitions=1)

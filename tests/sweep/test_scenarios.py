@@ -64,6 +64,20 @@ def test_streams_split_threads_of_server_and_offline_points_only():
     assert not any(p.mode == "single_stream" and p.streams > 1 for p in got)
 
 
+def test_llm_server_points_run_on_openvino_genai_only():
+    got = points(models=["llm_tiny"], frameworks=["openvino-genai", "onnxruntime"],
+                 precisions=["int4_sym_g32"], mode=["llm_server", "tg8"],
+                 numa_nodes=["none"])  # fmt: skip
+    by_id = {p.id: p for p in got}
+    assert by_id["llm_tiny-openvino-genai-int4_sym_g32-t1-unbound-b1-llm_server"].skip is None
+    assert "ContinuousBatchingPipeline; onnxruntime has none" in (
+        by_id["llm_tiny-onnxruntime-int4_sym_g32-t1-unbound-b1-llm_server"].skip)  # fmt: skip
+    assert by_id["llm_tiny-onnxruntime-int4_sym_g32-t1-unbound-b1-tg8"].skip is None
+    settings = profile(llm_slo_ms=[200, 20], llm_input_tokens=[8, 8]).llm_serving()
+    assert (settings.ttft_bound_ms, settings.tpot_bound_ms) == (200.0, 20.0)
+    assert settings.input_tokens == (8, 8) and settings.output_tokens == (16, 48)
+
+
 def test_scenario_is_the_dimension_s_other_name():
     raw = {k: v for k, v in load_profiles()["smoke"].items() if k != "mode"}
     assert make_profile("t", {**raw, "scenario": ["offline"]}).mode == ("offline",)
@@ -85,6 +99,13 @@ def test_scenario_is_the_dimension_s_other_name():
         ({"mode": ["server_x"]}, "mode 'server_x'"),
         ({"models": ["llm_tiny"], "mode": ["pp700"]}, "pp700 on llm_tiny needs 700 tokens"),
         ({"also": [{"min_time": 3}]}, "also[0] sets ['min_time']"),
+        ({"llm_slo_ms": [100]}, "llm_slo_ms = [100] must be [TTFT ms, TPOT ms], both > 0"),
+        ({"llm_slo_ms": [100, 0]}, "llm_slo_ms = [100, 0]"),
+        ({"llm_input_tokens": [64, 32]}, "llm_input_tokens = [64, 32] must be [fewest, most]"),
+        ({"llm_output_tokens": [1, 8]}, "llm_output_tokens = [1, 8]"),
+        ({"llm_requests": 1}, "llm_requests = 1 must be from 2 to 100000"),
+        ({"llm_burstiness": 0}, "llm_burstiness = 0 must be from 0.01 to 100"),
+        ({"llm_static_batch": 2.5}, "llm_static_batch = 2.5"),
     ],
 )
 def test_bad_serving_settings_are_one_line(over, words):
