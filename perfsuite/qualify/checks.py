@@ -366,7 +366,7 @@ def check_decode(
     out = []
     for r in points:
         test = r.point.mode
-        name = f"{test} tokens/s ({r.point.model} {r.point.precision})"
+        name = f"{test} tokens/s ({r.point.model} {r.point.framework} {r.point.precision})"
         d = r.decode
         if not r.ok or d is None:
             why = _error_line(r) if not r.ok else "the record has no decode measurement"

@@ -60,6 +60,8 @@ OPTIONAL = {
     "llm_output_tokens": [16, 48],
     "llm_burstiness": 1.0,
     "llm_static_batch": 4,
+    "llm_search_steps": 6,
+    "llm_search_precision": 0.25,
     # more points beside the profile's product: each a table of dimension lists that replace
     # the profile's (e.g. one server point in the default sweep), the rest of the profile kept
     "also": [],
@@ -116,6 +118,8 @@ class Profile:
     llm_output_tokens: tuple[int, int] = (16, 48)
     llm_burstiness: float = 1.0
     llm_static_batch: int = 4
+    llm_search_steps: int = 6
+    llm_search_precision: float = 0.25
     also: tuple[Profile, ...] = ()
 
     def as_dict(self) -> dict:
@@ -148,8 +152,8 @@ class Profile:
             requests=self.llm_requests, duration_s=self.llm_duration_s,
             input_tokens=self.llm_input_tokens,
             output_tokens=self.llm_output_tokens, burstiness=self.llm_burstiness,
-            static_batch=self.llm_static_batch, search_steps=self.search_steps,
-            search_precision=self.search_precision,
+            static_batch=self.llm_static_batch, search_steps=self.llm_search_steps,
+            search_precision=self.llm_search_precision,
         )  # fmt: skip
 
     def protocol(self, *, counters: bool = False, sessions: int | None = None) -> MeasureProtocol:
@@ -295,7 +299,9 @@ def _llm_serving(name: str, raw: dict) -> dict:
     }  # fmt: skip
     for key, low, high, typ in (("llm_requests", 2, 100000, int), ("llm_static_batch", 1, 256, int),
                                 ("llm_burstiness", 0.01, 100, float),
-                                ("llm_duration_s", 0.1, 3600, float)):  # fmt: skip
+                                ("llm_duration_s", 0.1, 3600, float),
+                                ("llm_search_steps", 1, 64, int),
+                                ("llm_search_precision", 0.01, 0.99, float)):  # fmt: skip
         value = raw[key]
         if (isinstance(value, bool) or not isinstance(value, (int, float))
                 or (typ is int and value != int(value)) or not low <= value <= high):  # fmt: skip

@@ -17,7 +17,8 @@ def precision_label(result: Result) -> str:
     prec = result.point.precision
     hint = result.settings.get("INFERENCE_PRECISION_HINT")
     ran = _RAN_AS.get(str(hint).lower()) if hint is not None else None
-    if ran is None or ran == prec or prec.startswith("int8"):
+    # int8 runs its own kernels; weight-only int4/int8 compute in f32 by design
+    if ran is None or ran == prec or prec.startswith("int"):
         return prec
     return f"{prec}(ran {ran})"
 

@@ -25,11 +25,11 @@ def points(**over):
     return expand(profile(**over), read_topology("/"), model_mb=lambda m: 10.0, bf16=True)
 
 
-def test_default_profile_gains_one_server_and_one_decode_point():
+def test_default_profile_gains_one_server_one_decode_and_one_llm_serving_point():
     default = make_profile("default", load_profiles()["default"])
     got = expand(default, read_topology("/"), model_mb=lambda m: 100.0, bf16=True)
     modes = sorted(p.mode for p in got if p.mode != "latency")
-    assert modes == ["server", "tg128"]
+    assert modes == ["llm_server", "server", "tg128"]
     assert {(p.precision, p.mode) for p in got if p.model == "bert128"} == {
         ("fp32", "latency"),
         ("int8_static_rr", "latency"),
