@@ -11,6 +11,7 @@ from fnmatch import fnmatchcase
 
 from perfsuite.gate.changepoints import MAX_PVALUE, WINDOW, change_points
 from perfsuite.store.protocols import Annotation, HistoryQueries, SeriesPoint
+from perfsuite.store.queries import DECODE_METRICS
 
 # What the change_points table keeps of a Change (besides the benchmark's id).
 STORED = ("hardware_class", "metric", "run_id", "before", "after", "change", "p_value")
@@ -61,7 +62,7 @@ def detect(
     ``save`` is False."""
     all_series = store.series(pattern, metric=metric, hardware_class=hardware_class)
     metrics = dict.fromkeys(all_series, metric)
-    if metric != "headline":
+    if metric not in ("headline", *DECODE_METRICS):
         # A server or offline point's latencies sit at a load that moves with its rate: its
         # line is its gated headline (a VALID rate per run), as the history gate reads it.
         for key, series in store.series(

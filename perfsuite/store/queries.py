@@ -16,7 +16,11 @@ from perfsuite.store.engine import Database, StoreError, retrying, utc
 from perfsuite.store.protocols import Annotation, SeriesPoint, StoredQualification, StoredRun
 
 # headline: a scenario or decode point's one number per run (a VALID server rate, tokens/s)
-METRICS = ("latency_median_ms", "latency_p90_ms", "latency_p99_ms", "throughput_ips", "headline")
+# ttft_s, tpot_s: an LLM point's, from its decode record (tg: medians; llm_server: the p99s
+# at the rate its search found), lower is better
+DECODE_METRICS = ("ttft_s", "tpot_s")
+METRICS = ("latency_median_ms", "latency_p90_ms", "latency_p99_ms", "throughput_ips", "headline",
+           *DECODE_METRICS)  # fmt: skip
 
 
 class Queries(Database):
@@ -102,7 +106,7 @@ class Queries(Database):
         if not names:
             return {}
         b, h, r, res = t.benchmarks.c, t.hosts.c, t.runs.c, t.results.c
-        value = res[metric]
+        value = res["decode"] if metric in DECODE_METRICS else res[metric]
         q = (
             sa.select(
                 b.name,
@@ -128,6 +132,10 @@ class Queries(Database):
         with self.engine.connect() as conn:
             for name, hw, run_id, key, at, v, samples, sha, headline in conn.execute(q):
                 runs = ()
+                if metric in DECODE_METRICS:
+                    v = (v or {}).get(metric)
+                    if v is None:
+                        continue
                 if metric == "headline":  # its value; an INVALID rate is no point of the line
                     if not v or v.get("valid") is False:
                         continue

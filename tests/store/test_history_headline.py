@@ -29,8 +29,8 @@ def rate(value: float, *, gated: bool = True) -> records.Headline:
 
 def result(pid: str, median_s: float, ts: float, rng, headline=None) -> records.Result:
     rec = record(pid, median_s, ts, rng)
-    if pid.endswith("-server"):
-        rec["point"]["mode"] = "server"
+    if pid.endswith("server"):
+        rec["point"]["mode"] = pid.rsplit("-", 1)[1]
     if headline is not None:
         rec["headline"] = records.dump(headline)
     return records.Result.model_validate(rec)
@@ -182,3 +182,29 @@ def test_a_headline_that_is_not_gated_leaves_the_point_on_its_samples(store_url)
     verdict = gate_history(store).history.verdicts[0]
     assert verdict.verdict == "regressed" and 0.2 < verdict.change < 0.3
     assert "rate threshold" not in verdict.reason
+
+
+def test_an_llm_points_ttft_and_tpot_are_history_metrics(store_url):
+    """``--metric ttft_s`` / ``tpot_s`` read a decode record's TTFT and TPOT (an llm_server
+    point's p99s): a TPOT that doubles at run 6 is a change point on that line, while the
+    point's gated goodput stays the default metric's line."""
+    from perfsuite.history.changes import detect
+
+    llm = "llm-fw-fp32-t1-unbound-b1-llm_server"
+    store = HistoryStore(store_url)
+    for i in range(12):
+        tpot = 0.010 if i < 6 else 0.020
+        rng = np.random.default_rng(i)
+        rec = result(llm, 0.2, T0 + i * DAY, rng, rate(20.0))
+        rec = rec.model_copy(update={"decode": records.DecodeRecord(
+            test="llm_server", tokens=48, tokens_per_s=600.0, ttft_s=0.05, tpot_s=tpot,
+            weight_bytes_per_token=10**6)})  # fmt: skip
+        summary = records.RunSummary(profile={"name": "nightly"}, fingerprint=fingerprint(),
+                                     points=[records.RunPoint(id=llm, status="ok")])  # fmt: skip
+        store.add_run(records.Run(summary=summary, results=[rec], source=f"run-{i}"))
+    series = store.series(metric="tpot_s")[(llm, "amd-zen4-2c-1n")]
+    assert [p.value for p in series] == [0.010] * 6 + [0.020] * 6
+    assert [p.value for p in store.series(metric="ttft_s")[(llm, "amd-zen4-2c-1n")]] == [0.05] * 12
+    (change,) = detect(store, llm, metric="tpot_s", save=False)
+    assert change.metric == "tpot_s" and (change.before, change.after) == (0.010, 0.020)
+    assert not store.series(metric="tpot_s", pattern=PLAIN)
