@@ -57,7 +57,7 @@ def export_requirements() -> list[str]:
 
 
 def _env_key() -> str:
-    text = "|".join(export_requirements()) + f"|py{sys.version_info[:2]}|e{EXPORT_VERSION}"
+    text = "|".join(export_requirements()) + f"|py{sys.version_info[:2]}"
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
