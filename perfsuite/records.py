@@ -424,6 +424,7 @@ class MeasureProtocol(_Record):
     llm_serving: LlmServingSettings | None = None
     log_dir: str | None = None  # a LoadGen point's logs (relative to the run directory)
     model: ModelSpec | None = None  # the point's model when it is a declared file
+    llm_folder: str | None = None  # the point's LLM when it is a user's Hugging Face folder
     barrier: str | None = None  # a shard's: "FOLDER:N", its window starts when N shards are ready
 
 

@@ -30,6 +30,8 @@ TRIAD_REPEATS = 5
 def measure(
     point: Point, protocol: records.MeasureProtocol, binding, cpus, t_setup: float
 ) -> records.Measurement:
+    if protocol.llm_folder and point.model not in llm.FOLDERS:  # a fresh worker's first
+        llm.declare_folder(point.model, protocol.llm_folder)
     if point.mode == records.LLM_SERVER:
         return measure_serving(point, protocol, binding, cpus, t_setup)
     variant = llm.prepare(point.model, point.precision, point.framework, cache.cache_dir())

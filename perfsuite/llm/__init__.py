@@ -12,11 +12,13 @@ from perfsuite.llm.decoder import MODELS, ContextTooLong, DecoderSpec, Unsupport
 from perfsuite.llm.export import ExportFailed
 from perfsuite.llm.genai import genai_missing
 from perfsuite.llm.variants import (
+    FOLDERS,
     FRAMEWORKS,
     GENAI,
     PRECISIONS,
     DecoderSession,
     Variant,
+    declare_folder,
     open_session,
     prepare,
     why_not,
@@ -30,6 +32,8 @@ __all__ = [
     "PRECISIONS",
     "ContextTooLong",
     "DecoderSession",
+    "FOLDERS",
+    "declare_folder",
     "DecoderSpec",
     "LogitsAgreement",
     "Roofline",

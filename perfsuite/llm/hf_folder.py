@@ -141,6 +141,25 @@ def write_folder(spec: DecoderSpec, architecture: str, dest: Path) -> Path:
     return dest
 
 
+def spec_from_folder(path: Path) -> DecoderSpec:
+    """A user's Hugging Face folder as a DecoderSpec (shapes for the context check, the
+    parameter count and the cache key); a bad folder is one ValueError line."""
+    check_folder(path)
+    try:
+        c = json.loads((Path(path) / "config.json").read_text())
+        heads = int(c["num_attention_heads"])
+        return DecoderSpec(
+            layers=int(c["num_hidden_layers"]), hidden=int(c["hidden_size"]), heads=heads,
+            kv_heads=int(c.get("num_key_value_heads") or heads), vocab=int(c["vocab_size"]),
+            max_context=int(c["max_position_embeddings"]), ffn=int(c["intermediate_size"]),
+            architecture=str(c["model_type"]),
+        )  # fmt: skip
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"LLM folder {path}: config.json is not a decoder's ({exc})") from None
+    except KeyError as exc:
+        raise ValueError(f"LLM folder {path}: config.json has no {exc.args[0]}") from None
+
+
 def check_folder(path: Path) -> None:
     """One line naming what a model folder lacks, as a ValueError."""
     path = Path(path)

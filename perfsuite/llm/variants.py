@@ -22,6 +22,7 @@ import numpy as np
 from perfsuite.llm import export, genai, hf_folder
 from perfsuite.llm.decoder import (
     GRAPH_VERSION,
+    MODELS,
     ContextTooLong,
     DecoderSpec,
     Unsupported,
@@ -59,8 +60,26 @@ SCHEMES = {
 INT8_BLOCK = 128  # MatMulNBits has no per-channel mode; int8 uses blocks of 128
 
 
-def why_not(framework: str, precision: str) -> str | None:
-    """A one-line reason when ``framework`` has no path to ``precision`` here, else None."""
+# users' own Hugging Face folders ([models.NAME] kind = "llm"), by name; their specs join
+# MODELS, so the sweep plans them as LLMs
+FOLDERS: dict[str, Path] = {}
+
+
+def declare_folder(name: str, path: Path) -> DecoderSpec:
+    """Register a user's Hugging Face folder as LLM ``name`` (a bad folder: ValueError)."""
+    spec = hf_folder.spec_from_folder(Path(path))
+    MODELS[name] = spec
+    FOLDERS[name] = Path(path).resolve()
+    return spec
+
+
+def why_not(framework: str, precision: str, model: str | None = None) -> str | None:
+    """A one-line reason when ``framework`` has no path to ``precision`` (for ``model``)
+    here, else None."""
+    if model in FOLDERS and framework not in GENAI:
+        runtimes = ", ".join(GENAI)
+        return (f"{model} is a Hugging Face folder: the GenAI runtimes run it ({runtimes}); "
+                "the hand-built graph runs perfsuite's weights only")  # fmt: skip
     if framework not in FRAMEWORKS:
         return f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}"
     if precision not in PRECISIONS:
@@ -95,7 +114,7 @@ def prepare(
     accuracy_level: int | None | str = "default",
 ) -> Variant:
     """The model file(s) for this combination, built once per cache key and then reused."""
-    reason = why_not(framework, precision)
+    reason = why_not(framework, precision, model)
     if reason:
         raise Unsupported(reason)
     spec = spec_for(model)
@@ -140,11 +159,18 @@ def prepare(
 
 def _prepare_genai(model, spec, precision, framework, cache_dir, accuracy_level) -> Variant:
     cache_dir = Path(cache_dir)
-    folder = cache_dir / f"{model}-hf-{_digest(spec.key(), hf_folder.FOLDER_VERSION)}"
-    if not folder.exists():
-        hf_folder.write_folder(spec, spec.architecture, folder)
+    if model in FOLDERS:  # a user's: keyed by where it is and what its files are
+        folder = FOLDERS[model]
+        files = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
+                       for p in folder.iterdir() if p.is_file())  # fmt: skip
+        name = f"{model}-user-{_digest(str(folder), repr(files))}"
+    else:
+        folder = cache_dir / f"{model}-hf-{_digest(spec.key(), hf_folder.FOLDER_VERSION)}"
+        if not folder.exists():
+            hf_folder.write_folder(spec, spec.architecture, folder)
+        name = folder.name
     scheme = SCHEMES[precision]
-    key = _digest(folder.name, precision, framework, export.EXPORT_VERSION,
+    key = _digest(name, precision, framework, export.EXPORT_VERSION,
                   *export.export_requirements())  # fmt: skip
     short = "ovgenai" if framework == "openvino-genai" else "ortgenai"
     dest = export.export(framework, folder, export.Scheme(scheme.bits, scheme.symmetric,

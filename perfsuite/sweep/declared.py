@@ -31,10 +31,30 @@ def load_models(pyproject: Path | None, user_file: Path | None) -> list[ModelSpe
     specs: dict[str, ModelSpec] = {}
     for path, is_pyproject in ((pyproject, True), (user_file, False)):
         for name, table in _tables(path, is_pyproject).items():
+            if isinstance(table, dict) and table.get("kind") == "llm":
+                _declare_llm(name, table, Path(path).resolve().parent)
+                continue
             specs[name] = _options_checked(
                 spec_from_table(name, table, Path(path).resolve().parent)
             )
     return list(specs.values())
+
+
+def _declare_llm(name: str, table: dict, base: Path) -> None:
+    """``[models.NAME] kind = "llm", path = FOLDER``: a Hugging Face folder the GenAI
+    runtimes run (exported by their tools, docs/guide/llm.md)."""
+    if unknown := sorted(set(table) - {"kind", "path"}):
+        raise ModelError(f"models.{name}: unknown key {unknown[0]!r} for kind = \"llm\"; "
+                         "valid: kind, path")  # fmt: skip
+    if "path" not in table:
+        raise ModelError(f"models.{name}: path is missing (a Hugging Face model folder)")
+    if name in llm.MODELS and name not in llm.FOLDERS:
+        raise ModelError(f"model {name!r}: a built-in model has that name; declare the folder "
+                         "under another")  # fmt: skip
+    try:
+        llm.declare_folder(name, base / str(table["path"]))
+    except ValueError as exc:
+        raise ModelError(f"models.{name}: {exc}") from None
 
 
 def _options_checked(spec: ModelSpec) -> ModelSpec:

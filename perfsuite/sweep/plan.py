@@ -620,7 +620,7 @@ def _spark_points(profile, model, node, cores, unavailable) -> list[Point]:
 
 def skip_reason(model, fw, prec, unavailable, bf16) -> str | None:
     if model in llm.MODELS:
-        return unavailable.get(fw) or llm.why_not(fw, prec)
+        return unavailable.get(fw) or llm.why_not(fw, prec, model)
     if fw in llm.GENAI:
         return f"{fw} runs the LLMs ({', '.join(llm.MODELS)}), not {model}"
     no_bf16 = quantize.NO_BF16 if prec == "bf16" and not bf16 else None

@@ -169,6 +169,8 @@ class PerfSession:
                 where = where / f"remeasure-{time.time_ns()}"
             loadgen = self.profile.loadgen(point.model)
             protocol = protocol.model_copy(update={"loadgen": loadgen, "log_dir": str(where)})
+        if point.model in llm.FOLDERS:
+            protocol = protocol.model_copy(update={"llm_folder": str(llm.FOLDERS[point.model])})
         if point.mode == records.LLM_SERVER:
             protocol = protocol.model_copy(update={"llm_serving": self.profile.llm_serving()})
         return protocol

@@ -69,7 +69,7 @@ def test_int4_export_is_compressed_accurate_and_measured(cache, framework):
     variant = prepare("llm_tiny", "int4_sym_g32", framework, cache)
     fp32 = prepare("llm_tiny", "fp32", framework, cache)
     assert variant.weight_bytes_per_token < fp32.weight_bytes_per_token / 5
-    got = accuracy("llm_tiny", "int4_sym_g32", framework, cache, tokens=32)
+    got = accuracy("llm_tiny", "int4_sym_g32", framework, cache, tokens=16)
     assert got.passed, got
     # ONNX Runtime GenAI exposes logits; OpenVINO GenAI's pipeline only tokens
     assert (got.mean_cosine is None) == (framework == "openvino-genai")
@@ -190,3 +190,67 @@ def test_continuous_and_static_batching_serve_every_request(cache):
     assert got.best == 1 and got.runs[1].rate_rps > got.runs[0].rate_rps  # generous bounds
     assert got.static.batching == "static" and got.static.rate_rps == got.runs[1].rate_rps
     assert got.static.max_batch == 4 and got.runs[1].goodput_rps > 0
+
+
+def _declare(tmp_path, table: str):
+    from perfsuite.sweep.declared import load_models
+
+    config = tmp_path / "perf.toml"
+    config.write_text(f"[models.mine]\n{table}\n")
+    return load_models(None, config)
+
+
+@pytest.fixture
+def forget_folders():
+    from perfsuite import llm
+
+    yield
+    for name in list(llm.FOLDERS):
+        llm.FOLDERS.pop(name)
+        llm.MODELS.pop(name, None)
+
+
+def test_a_users_folder_is_an_llm_the_genai_runtimes_run(tmp_path, cache, forget_folders):
+    """[models.mine] kind = "llm": the planner takes it as an LLM, the hand-built frameworks
+    skip it with the reason, and the GenAI runtime runs its export."""
+    from perfsuite import llm
+    from perfsuite.sweep.plan import skip_reason
+
+    if "onnxruntime-genai" in genai_missing():
+        pytest.skip(genai_missing()["onnxruntime-genai"])
+    write_folder(MODELS["qwen2_tiny"], "qwen2", tmp_path / "my-qwen")
+    assert _declare(tmp_path, 'kind = "llm"\npath = "my-qwen"') == []  # no file model
+    assert llm.MODELS["mine"].architecture == "qwen2" and llm.MODELS["mine"].vocab == 1024
+    assert "the GenAI runtimes run it" in skip_reason("mine", "onnxruntime", "fp32", {}, True)
+    assert skip_reason("mine", "onnxruntime-genai", "int4_sym_g32", {}, True) is None
+    variant = prepare("mine", "fp32", "onnxruntime-genai", cache)
+    prompt = np.random.default_rng(5).integers(3, 1024, 16)
+    ours = _greedy(prepare("llm_tiny", "fp32", "onnxruntime", cache), prompt)
+    assert _greedy(variant, prompt) == ours  # the folder's weights are llm_tiny's
+
+
+@pytest.mark.parametrize(
+    "table, words",
+    [
+        ('kind = "llm"\npath = "nowhere"', "does not exist or is not a folder"),
+        ('kind = "llm"\npath = "no-tokenizer"', "has no tokenizer.json"),
+        ('kind = "llm"\npath = "no-config"', "has no config.json"),
+        ('kind = "llm"\npath = "bad-config"', "config.json has no num_attention_heads"),
+        ('kind = "llm"', "path is missing (a Hugging Face model folder)"),
+        ('kind = "llm"\npath = "x"\ndims = {a = 1}', "unknown key 'dims' for kind = \"llm\""),
+    ],
+)
+def test_a_bad_llm_folder_is_one_line(tmp_path, table, words, forget_folders):
+    from perfsuite.sweep.declared import ModelError
+
+    for name, drop in (("no-tokenizer", "tokenizer.json"), ("no-config", "config.json")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / ("config.json" if drop == "tokenizer.json" else "tokenizer.json")
+         ).write_text("{}")  # fmt: skip
+    (tmp_path / "bad-config").mkdir()
+    (tmp_path / "bad-config" / "config.json").write_text('{"model_type": "llama"}')
+    (tmp_path / "bad-config" / "tokenizer.json").write_text("{}")
+    with pytest.raises(ModelError) as error:
+        _declare(tmp_path, table)
+    assert words in str(error.value) and "\n" not in str(error.value)
+    assert str(error.value).startswith("models.mine: ")
