@@ -17,13 +17,16 @@ import numpy as np
 
 from perfsuite.llm.decoder import ContextTooLong
 
-RUNTIMES = {"openvino-genai": "openvino_genai", "onnxruntime-genai": "onnxruntime_genai"}
+RUNTIMES = {"openvino-genai": "openvino_genai", "onnxruntime-genai": "onnxruntime_genai",
+            "llama.cpp": "llama_cpp"}  # fmt: skip
+DEFAULT_HOW = "pip install 'perfsuite[frameworks]'"
+HOW = {"llama.cpp": "pip install 'perfsuite[llamacpp]': compiles llama.cpp for this CPU"}
 
 
 def genai_missing() -> dict[str, str]:
     """Why each GenAI framework cannot run here (its package is not installed)."""
     return {
-        framework: f"{module} is not installed (pip install 'perfsuite[frameworks]')"
+        framework: f"{module} is not installed ({HOW.get(framework, DEFAULT_HOW)})"
         for framework, module in RUNTIMES.items()
         if importlib.util.find_spec(module) is None
     }
@@ -164,3 +167,53 @@ class OnnxRuntimeGenAISession(GenAISession):
     def close(self) -> None:
         self._generator = None
         self._model = None
+
+
+class LlamaCppSession(GenAISession):
+    """llama.cpp through llama-cpp-python on a GGUF file (``perfsuite.llm.gguf_file``):
+    ``eval`` the prompt in one batch, then one token at a time; greedy on the logits."""
+
+    def __init__(self, variant, threads: int) -> None:
+        super().__init__(variant, threads)
+        import llama_cpp  # optional dependency: only this framework
+
+        self._cpp = llama_cpp
+        self._llm = llama_cpp.Llama(
+            model_path=str(variant.path), n_ctx=self.spec.max_context, n_threads=threads,
+            n_threads_batch=threads, n_batch=512, n_ubatch=512, verbose=False,
+        )  # fmt: skip
+        self.settings = {"framework": "llama.cpp", "version": llama_cpp.__version__,
+                         "n_threads": threads, "n_batch": 512,
+                         "kv_cache": "in the context"}  # fmt: skip
+
+    def _logits(self) -> np.ndarray:
+        # the last position's row from the context (Llama.scores stays zero without
+        # logits_all in llama-cpp-python 0.3.36), copied before the next eval reuses it
+        row = self._cpp.llama_get_logits_ith(self._llm.ctx, -1)
+        return np.ctypeslib.as_array(row, shape=(self.spec.vocab,)).copy()
+
+    def prefill(self, tokens) -> np.ndarray:
+        ids = [int(t) for t in np.asarray(tokens).reshape(-1)]
+        self.check_fits(len(ids), 0)
+        self._llm.reset()
+        self._llm.eval(ids)
+        return self._logits()
+
+    def step(self, token: int) -> np.ndarray:
+        self._llm.eval([int(token)])
+        return self._logits()
+
+    def timed_generate(self, prompt, n: int) -> tuple[float, list[float], list[int]]:
+        self.check_fits(len(prompt), n)
+        started = time.perf_counter()
+        tokens = [int(np.argmax(self.prefill(prompt)))]
+        stamps = [started, time.perf_counter()]
+        for _ in range(n - 1):
+            tokens.append(int(np.argmax(self.step(tokens[-1]))))
+            stamps.append(time.perf_counter())
+        return stamps[1] - stamps[0], list(np.diff(stamps[1:])), tokens
+
+    def close(self) -> None:
+        if self._llm is not None:
+            self._llm.close()
+        self._llm = None

@@ -29,12 +29,14 @@ from perfsuite.llm.decoder import (
     build_onnx,
     spec_for,
 )
+from perfsuite.llm.gguf_file import GGUF_TYPES, write_gguf
 from perfsuite.text import plain_value
 
 VARIANTS_VERSION = "1"  # bump when quantization settings change: part of the cache key
+GGUF_VERSION = "1"  # bump when the GGUF writing changes
 # onnxruntime/openvino run the hand-built graph; the GenAI runtimes run the same network
 # exported by optimum-intel / the onnxruntime-genai builder (perfsuite.llm.export)
-FRAMEWORKS = ("onnxruntime", "openvino", "onnxruntime-genai", "openvino-genai")
+FRAMEWORKS = ("onnxruntime", "openvino", "onnxruntime-genai", "openvino-genai", "llama.cpp")
 GENAI = ("onnxruntime-genai", "openvino-genai")
 PRECISIONS = ("fp32", "int8_wo", "int4_sym_g32", "int4_sym_g128", "int4_asym_g128")
 # MatMulNBits computes with int8 activations (its fast CPU kernels) at accuracy_level 4; at
@@ -82,6 +84,12 @@ def why_not(framework: str, precision: str, model: str | None = None) -> str | N
                 "the hand-built graph runs perfsuite's weights only")  # fmt: skip
     if framework not in FRAMEWORKS:
         return f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}"
+    if framework == "llama.cpp" and precision in PRECISIONS and precision not in GGUF_TYPES:
+        return f"llama.cpp has no {precision}: its types here are " + ", ".join(
+            f"{p} ({t})" for p, t in GGUF_TYPES.items()
+        )
+    if framework == "llama.cpp" and model in FOLDERS:
+        return f"{model} is a Hugging Face folder: llama.cpp points run perfsuite's own GGUF"
     if precision not in PRECISIONS:
         return f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}"
     return None
@@ -120,6 +128,8 @@ def prepare(
     spec = spec_for(model)
     if accuracy_level == "default":
         accuracy_level = default_accuracy_level(precision)
+    if framework == "llama.cpp":
+        return _prepare_gguf(model, spec, precision, Path(cache_dir))
     if framework in GENAI:
         return _prepare_genai(model, spec, precision, framework, cache_dir, accuracy_level)
     if framework == "openvino" and accuracy_level is not None:
@@ -186,6 +196,30 @@ def _prepare_genai(model, spec, precision, framework, cache_dir, accuracy_level)
         file_bytes=sum(p.stat().st_size for p in dest.iterdir() if p.is_file()),
         params=param_count(spec), accuracy_level=level,
         notes=(f"exported: {(dest / '.complete').read_text().strip()}",),
+    )  # fmt: skip
+
+
+def _prepare_gguf(model, spec, precision, cache_dir: Path) -> Variant:
+    folder = cache_dir / f"{model}-hf-{_digest(spec.key(), hf_folder.FOLDER_VERSION)}"
+    if not folder.exists():
+        hf_folder.write_folder(spec, spec.architecture, folder)
+    path = (
+        cache_dir / f"{model}-{precision}-gguf-{_digest(folder.name, precision, GGUF_VERSION)}.gguf"
+    )
+    if not path.exists():
+        write_gguf(spec, precision, folder / "tokenizer.json", path)
+    import gguf  # optional dependency: reading the file's tensors
+
+    streamed = 0
+    for tensor in gguf.GGUFReader(str(path)).tensors:
+        if tensor.name == "token_embd.weight":
+            streamed += int(tensor.n_bytes) // spec.vocab  # one row per token
+        elif len(tensor.shape) == 2 or not tensor.name.endswith("norm.weight"):
+            streamed += int(tensor.n_bytes)
+    return Variant(
+        path=path, framework="llama.cpp", precision=precision, model=model, spec=spec,
+        weight_bytes_per_token=streamed, file_bytes=path.stat().st_size,
+        params=param_count(spec), notes=(f"GGUF {GGUF_TYPES[precision]}",),
     )  # fmt: skip
 
 
@@ -478,4 +512,6 @@ def open_session(variant: Variant, threads: int):
         return genai.OpenVinoGenAISession(variant, threads)
     if variant.framework == "onnxruntime-genai":
         return genai.OnnxRuntimeGenAISession(variant, threads)
+    if variant.framework == "llama.cpp":
+        return genai.LlamaCppSession(variant, threads)
     return DecoderSession(variant, threads)

@@ -254,3 +254,31 @@ def test_a_bad_llm_folder_is_one_line(tmp_path, table, words, forget_folders):
         _declare(tmp_path, table)
     assert words in str(error.value) and "\n" not in str(error.value)
     assert str(error.value).startswith("models.mine: ")
+
+
+LLAMA_CPP = genai_missing().get("llama.cpp")
+
+
+@pytest.mark.skipif(LLAMA_CPP is not None, reason=LLAMA_CPP or "")
+def test_llama_cpp_runs_the_same_network_from_gguf(cache):
+    """The GGUF file perfsuite writes (Q/K permuted to llama.cpp's rotary pairs) is the
+    hand-built network: fp32 greedy tokens agree, Q4_0 passes the logits gate."""
+    prompt = np.random.default_rng(3).integers(3, MODELS["llm_tiny"].vocab, 16)
+    ours = _greedy(prepare("llm_tiny", "fp32", "onnxruntime", cache), prompt)
+    fp32 = prepare("llm_tiny", "fp32", "llama.cpp", cache)
+    assert _greedy(fp32, prompt) == ours
+    got = accuracy("llm_tiny", "int4_sym_g32", "llama.cpp", cache, tokens=32)
+    assert got.passed and got.mean_cosine is not None, got
+    q4 = prepare("llm_tiny", "int4_sym_g32", "llama.cpp", cache)
+    assert q4.weight_bytes_per_token < fp32.weight_bytes_per_token / 5
+    with open_session(q4, threads=1) as session:
+        tg, samples = run_test(session, "tg8", repetitions=2)
+    assert len(samples) == 14 and tg.tokens_per_s > 0
+
+
+def test_llama_cpp_precisions_and_missing_package_are_one_line():
+    assert "llama.cpp has no int4_asym_g128: its types here are" in why_not(
+        "llama.cpp", "int4_asym_g128")  # fmt: skip
+    assert why_not("llama.cpp", "int4_sym_g32") is None
+    if LLAMA_CPP is not None:
+        assert "pip install 'perfsuite[llamacpp]'" in LLAMA_CPP
