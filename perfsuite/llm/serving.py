@@ -26,6 +26,7 @@ from perfsuite.records import LlmServing, LlmServingRun, Percentiles
 
 FIRST_ID = 3  # prompts avoid the special tokens (ids 0-2: unk, bos, eos = pad)
 PAD_ID = 2
+STALLED_STEPS = 1000  # engine steps without a token before a run is called stuck
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ class ContinuousBatching:
         pipe, ov = self._pipe, self._ov
         served = [ServedRequest(r) for r in requests]
         handles: dict[int, object] = {}
-        nxt = 0
+        nxt, stalled = 0, 0
         clock0 = time.perf_counter()
         while nxt < len(requests) or handles:
             now = time.perf_counter() - clock0
@@ -165,14 +166,23 @@ class ContinuousBatching:
                 continue
             pipe.step()
             stamp = time.perf_counter() - clock0
+            progressed = False
             for i, handle in list(handles.items()):
                 if handle.can_read():
                     for output in handle.read().values():
                         served[i].token_s += [stamp] * len(output.generated_ids)
+                        progressed = progressed or len(output.generated_ids) > 0
                 if handle.get_status() != self._genai.GenerationStatus.RUNNING and not (
                     handle.can_read()
                 ):
                     del handles[i]
+            # a pipeline that stops producing tokens must be an error, never a hang
+            stalled = 0 if progressed else stalled + 1
+            if stalled > STALLED_STEPS:
+                raise RuntimeError(
+                    f"ContinuousBatchingPipeline produced no token in {STALLED_STEPS} steps "
+                    f"with {len(handles)} requests unfinished"
+                )
         return served
 
     def close(self) -> None:

@@ -141,7 +141,7 @@ def test_failed_export_is_one_line(tmp_path, cache):
 
 
 def test_unknown_runtime_and_long_prompt(cache):
-    assert "unknown framework 'llama.cpp'" in why_not("llama.cpp", "fp32")
+    assert "unknown framework 'tensorrt-llm'" in why_not("tensorrt-llm", "fp32")
     assert why_not("openvino-genai", "int4_asym_g128") is None
     if "onnxruntime-genai" in genai_missing():
         pytest.skip(genai_missing()["onnxruntime-genai"])
