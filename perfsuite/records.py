@@ -339,16 +339,16 @@ class LoadGenSettings(_Record):
 class LlmServingSettings(_Record):
     """What an ``llm_server`` point serves (``sweep.plan.Profile.llm_serving``)."""
 
-    ttft_bound_ms: Positive
-    tpot_bound_ms: Positive
-    requests: int = Field(ge=2)  # per rate tried, at least
+    ttft_bound_ms: Positive = 150.0
+    tpot_bound_ms: Positive = 10.0
+    requests: int = Field(24, ge=2)  # per rate tried, at least
     duration_s: Positive = 3.0  # the arrivals span at least this: rate x duration requests
-    input_tokens: tuple[int, int]  # uniform, inclusive
-    output_tokens: tuple[int, int]
+    input_tokens: tuple[int, int] = (32, 96)  # uniform, inclusive
+    output_tokens: tuple[int, int] = (16, 48)
     burstiness: Positive = 1.0  # gamma shape of the arrival gaps: 1 = Poisson
     static_batch: int = Field(4, ge=1)  # static batching's batch, run at the rate found
-    search_steps: int = Field(ge=1)
-    search_precision: Annotated[float, Field(gt=0, lt=1)]
+    search_steps: int = Field(6, ge=1)
+    search_precision: Annotated[float, Field(gt=0, lt=1)] = 0.25
 
 
 class ModelInput(_Record):

@@ -93,10 +93,7 @@ def measure_serving(
 ) -> records.Measurement:
     """An ``llm_server`` point: the continuous-batching rate search (``llm.serving``), then
     static batching at the rate it found, on the same model and precision."""
-    s = protocol.llm_serving or records.LlmServingSettings(
-        ttft_bound_ms=150, tpot_bound_ms=10, requests=24, input_tokens=(32, 96),
-        output_tokens=(16, 48), search_steps=6, search_precision=0.25,
-    )  # fmt: skip
+    s = protocol.llm_serving or records.LlmServingSettings()
     where = cache.cache_dir()
     variant = llm.prepare(point.model, point.precision, "openvino-genai", where)
     spec = variant.spec
@@ -120,16 +117,9 @@ def measure_serving(
             except (llm.ExportFailed, llm.Unsupported) as exc:
                 why = str(exc).splitlines()[0]
         setup_s = time.perf_counter() - t_setup
-        warm = serving.schedule(
-            serving.Workload(
-                requests=2,
-                duration_s=0.0,
-                input_tokens=s.input_tokens,
-                output_tokens=s.output_tokens,
-            ),
-            1e3,
-            spec.vocab,
-        )
+        two = serving.Workload(requests=2, duration_s=0.0, input_tokens=s.input_tokens,
+                               output_tokens=s.output_tokens)  # fmt: skip
+        warm = serving.schedule(two, 1e3, spec.vocab)
         for server in (engine, static):
             if server is not None:
                 server.serve(warm)  # warm-up, discarded: first-call allocations
