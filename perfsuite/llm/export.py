@@ -72,34 +72,42 @@ def export_python(cache_dir: Path) -> Path:
         return path
     env = Path(os.environ.get(HOME_ENV) or cache_dir) / f"export-env-{_env_key()}"
     python = env / "bin" / "python"
-    done = env / ".complete"
-    if done.exists():
-        return python
-    env.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(env) + ".lock"):
-        if done.exists():
-            return python
-        shutil.rmtree(env, ignore_errors=True)
-        # system site packages: openvino, nncf, onnx and onnxruntime come from the measuring
-        # environment, so the export venv adds only torch, transformers and the tools
-        _run([sys.executable, "-m", "venv", "--system-site-packages", str(env)], "venv")
-        if sys.prefix != sys.base_prefix:  # a venv's own packages are not "system" ones
-            import sysconfig
-
-            site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig."
-                              "get_paths()['purelib'])"], "venv").strip())  # fmt: skip
-            (site / "perfsuite-measuring-env.pth").write_text(
-                "\n".join(sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")}))
-            )
-        _run([str(python), "-m", "pip", "install", "--quiet", *export_requirements()],
-             "pip install")  # fmt: skip
-        # optimum-intel requires torchvision, and PyPI's fails to import beside torch's CPU
-        # build ("operator torchvision::nms does not exist"), breaking transformers' imports;
-        # no export path uses it
-        _run([str(python), "-m", "pip", "uninstall", "--yes", "--quiet", "torchvision"],
-             "pip uninstall")  # fmt: skip
-        done.write_text("\n".join(export_requirements()) + "\n")
+    _made_once(env, lambda: _make_env(env, python))
     return python
+
+
+def _made_once(path: Path, make) -> None:
+    """``make()`` unless ``path/.complete`` exists; under ``path.lock``, so processes that
+    race make it once and the others wait for it."""
+    if (path / ".complete").exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock"):
+        if not (path / ".complete").exists():
+            make()
+
+
+def _make_env(env: Path, python: Path) -> None:
+    shutil.rmtree(env, ignore_errors=True)
+    # system site packages: openvino, nncf, onnx and onnxruntime come from the measuring
+    # environment, so the export venv adds only torch, transformers and the tools
+    _run([sys.executable, "-m", "venv", "--system-site-packages", str(env)], "venv")
+    if sys.prefix != sys.base_prefix:  # a venv's own packages are not "system" ones
+        import sysconfig
+
+        site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig."
+                          "get_paths()['purelib'])"], "venv").strip())  # fmt: skip
+        (site / "perfsuite-measuring-env.pth").write_text(
+            "\n".join(sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")}))
+        )
+    _run([str(python), "-m", "pip", "install", "--quiet", *export_requirements()],
+         "pip install")  # fmt: skip
+    # optimum-intel requires torchvision, and PyPI's fails to import beside torch's CPU
+    # build ("operator torchvision::nms does not exist"), breaking transformers' imports;
+    # no export path uses it
+    _run([str(python), "-m", "pip", "uninstall", "--yes", "--quiet", "torchvision"],
+         "pip uninstall")  # fmt: skip
+    (env / ".complete").write_text("\n".join(export_requirements()) + "\n")
 
 
 def _run(command: list[str], what: str, cwd: Path | None = None) -> str:
@@ -155,27 +163,24 @@ def builder_command(python: Path, folder: Path, scheme: Scheme, out: Path, work:
 
 def export(framework: str, folder: Path, scheme: Scheme, dest: Path, cache_dir: Path) -> Path:
     """``dest`` holding ``folder`` exported for ``framework`` at ``scheme``, made once."""
-    marker = dest / ".complete"
-    if marker.exists():
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(dest) + ".lock"):
-        if marker.exists():
-            return dest
-        python = export_python(cache_dir)
-        scratch = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-        try:
-            out = scratch / "out"
-            if framework == "openvino-genai":
-                command, tool = openvino_command(python, folder, scheme, out), "optimum-intel"
-            else:
-                command = builder_command(python, folder, scheme, out, scratch / "work")
-                tool = "the onnxruntime-genai builder"
-            # the tools write caches and telemetry beside the user's home; keep them here
-            _run(command, f"{tool} export of {folder.name}", cwd=scratch)
-            (out / ".complete").write_text(" ".join(command[3:]) + "\n")
-            shutil.rmtree(dest, ignore_errors=True)
-            os.rename(out, dest)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+    _made_once(dest, lambda: _export(framework, folder, scheme, dest, cache_dir))
     return dest
+
+
+def _export(framework: str, folder: Path, scheme: Scheme, dest: Path, cache_dir: Path) -> None:
+    python = export_python(cache_dir)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        out = scratch / "out"
+        if framework == "openvino-genai":
+            command, tool = openvino_command(python, folder, scheme, out), "optimum-intel"
+        else:
+            command = builder_command(python, folder, scheme, out, scratch / "work")
+            tool = "the onnxruntime-genai builder"
+        # the tools write caches and telemetry beside the user's home; keep them here
+        _run(command, f"{tool} export of {folder.name}", cwd=scratch)
+        (out / ".complete").write_text(" ".join(command[3:]) + "\n")
+        shutil.rmtree(dest, ignore_errors=True)
+        os.rename(out, dest)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

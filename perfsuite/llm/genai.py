@@ -32,6 +32,19 @@ def genai_missing() -> dict[str, str]:
     }
 
 
+def greedy_timed(session, prompt, n: int) -> tuple[float, list[float], list[int]]:
+    """Greedy generation of ``n`` tokens through a session's ``prefill``/``step`` logits:
+    (time to the first, each later step's time, the tokens)."""
+    session.check_fits(len(prompt), n)
+    started = time.perf_counter()
+    tokens = [int(np.argmax(session.prefill(np.asarray(prompt))))]
+    stamps = [started, time.perf_counter()]
+    for _ in range(n - 1):
+        tokens.append(int(np.argmax(session.step(tokens[-1]))))
+        stamps.append(time.perf_counter())
+    return stamps[1] - stamps[0], list(np.diff(stamps[1:])), tokens
+
+
 class GenAISession:
     """What the GenAI sessions share: the context check and the context-manager form."""
 
@@ -204,14 +217,7 @@ class LlamaCppSession(GenAISession):
         return self._logits()
 
     def timed_generate(self, prompt, n: int) -> tuple[float, list[float], list[int]]:
-        self.check_fits(len(prompt), n)
-        started = time.perf_counter()
-        tokens = [int(np.argmax(self.prefill(prompt)))]
-        stamps = [started, time.perf_counter()]
-        for _ in range(n - 1):
-            tokens.append(int(np.argmax(self.step(tokens[-1]))))
-            stamps.append(time.perf_counter())
-        return stamps[1] - stamps[0], list(np.diff(stamps[1:])), tokens
+        return greedy_timed(self, prompt, n)
 
     def close(self) -> None:
         if self._llm is not None:

@@ -13,7 +13,6 @@ import hashlib
 import logging
 import os
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -483,16 +482,7 @@ class DecoderSession:
         return self._forward(np.array([[token]], dtype=np.int64))
 
     def timed_generate(self, prompt, n: int) -> tuple[float, list[float], list[int]]:
-        """Greedy generation of ``n`` tokens: (time to the first, each later step's time,
-        the tokens)."""
-        self.check_fits(len(prompt), n)
-        started = time.perf_counter()
-        tokens = [int(np.argmax(self.prefill(np.asarray(prompt))))]
-        stamps = [started, time.perf_counter()]
-        for _ in range(n - 1):
-            tokens.append(int(np.argmax(self.step(tokens[-1]))))
-            stamps.append(time.perf_counter())
-        return stamps[1] - stamps[0], list(np.diff(stamps[1:])), tokens
+        return genai.greedy_timed(self, prompt, n)
 
     def __enter__(self) -> DecoderSession:
         return self
