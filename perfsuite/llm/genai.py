@@ -88,11 +88,7 @@ class OpenVinoGenAISession(GenAISession):
                          **config}  # fmt: skip
 
     def _config(self, n: int):
-        config = self._genai.GenerationConfig()
-        config.max_new_tokens = config.min_new_tokens = n
-        config.ignore_eos = True  # a random model may emit EOS: tg<N> means N tokens
-        config.do_sample = False
-        return config
+        return greedy_config(self._genai, n)
 
     def _inputs(self, prompt):
         ids = np.asarray(prompt, np.int64).reshape(1, -1)
@@ -108,6 +104,23 @@ class OpenVinoGenAISession(GenAISession):
 
     def close(self) -> None:
         self._pipe = None
+
+
+def greedy_config(genai, n: int):
+    """OpenVINO GenAI's GenerationConfig for exactly ``n`` greedy tokens."""
+    config = genai.GenerationConfig()
+    config.max_new_tokens = config.min_new_tokens = n
+    config.ignore_eos = True  # a random model may emit EOS: tg<N> means N tokens
+    config.do_sample = False
+    return config
+
+
+def ort_genai_model(og, path, threads: int):
+    """An ONNX Runtime GenAI model on ``threads`` intra-op threads, and those options."""
+    config = og.Config(str(path))
+    options = {"intra_op_num_threads": threads, "inter_op_num_threads": 1}
+    config.overlay(json.dumps({"model": {"decoder": {"session_options": options}}}))
+    return og.Model(config), options
 
 
 def _streamer_clock(genai):
@@ -135,10 +148,7 @@ class OnnxRuntimeGenAISession(GenAISession):
         import onnxruntime_genai as og  # heavy optional dependency: only this framework
 
         self._og = og
-        config = og.Config(str(variant.path))
-        options = {"intra_op_num_threads": threads, "inter_op_num_threads": 1}
-        config.overlay(json.dumps({"model": {"decoder": {"session_options": options}}}))
-        self._model = og.Model(config)
+        self._model, options = ort_genai_model(og, variant.path, threads)
         self._generator = None
         self.settings = {"framework": "onnxruntime-genai", "version": og.__version__,
                          "accuracy_level": variant.accuracy_level, **options,

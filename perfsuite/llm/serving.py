@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from perfsuite.llm.genai import greedy_config, ort_genai_model
 from perfsuite.records import LlmServing, LlmServingRun, Percentiles
 
 FIRST_ID = 3  # prompts avoid the special tokens (ids 0-2: unk, bos, eos = pad)
@@ -142,13 +143,6 @@ class ContinuousBatching:
                          "max_num_batched_tokens": scheduler.max_num_batched_tokens,
                          "dynamic_split_fuse": scheduler.dynamic_split_fuse, **config}  # fmt: skip
 
-    def _config(self, n: int):
-        config = self._genai.GenerationConfig()
-        config.max_new_tokens = config.min_new_tokens = n
-        config.ignore_eos = True  # a random model may emit EOS: each request gets its length
-        config.do_sample = False
-        return config
-
     def serve(self, requests: list[Request]) -> list[ServedRequest]:
         pipe, ov = self._pipe, self._ov
         served = [ServedRequest(r) for r in requests]
@@ -159,7 +153,9 @@ class ContinuousBatching:
             now = time.perf_counter() - clock0
             while nxt < len(requests) and requests[nxt].arrival_s <= now:
                 ids = ov.Tensor(np.asarray(requests[nxt].prompt, np.int64).reshape(1, -1))
-                handles[nxt] = pipe.add_request(nxt, ids, self._config(requests[nxt].output_tokens))
+                handles[nxt] = pipe.add_request(
+                    nxt, ids, greedy_config(self._genai, requests[nxt].output_tokens)
+                )
                 nxt += 1
             if not handles:
                 _wait_until(clock0, requests[nxt].arrival_s)
@@ -196,15 +192,10 @@ class StaticBatching:
     batching = "static"
 
     def __init__(self, variant, threads: int, batch: int) -> None:
-        import json
-
         import onnxruntime_genai as og  # heavy optional dependency: only this framework
 
         self._og, self.batch = og, batch
-        config = og.Config(str(variant.path))
-        options = {"intra_op_num_threads": threads, "inter_op_num_threads": 1}
-        config.overlay(json.dumps({"model": {"decoder": {"session_options": options}}}))
-        self._model = og.Model(config)
+        self._model, options = ort_genai_model(og, variant.path, threads)
         self.settings = {"runtime": "onnxruntime-genai", "batch": batch, **options}
 
     def serve(self, requests: list[Request]) -> list[ServedRequest]:

@@ -174,9 +174,7 @@ def _prepare_genai(model, spec, precision, framework, cache_dir, accuracy_level)
                        for p in folder.iterdir() if p.is_file())  # fmt: skip
         name = f"{model}-user-{_digest(str(folder), repr(files))}"
     else:
-        folder = cache_dir / f"{model}-hf-{_digest(spec.key(), hf_folder.FOLDER_VERSION)}"
-        if not folder.exists():
-            hf_folder.write_folder(spec, spec.architecture, folder)
+        folder = _own_folder(model, spec, cache_dir)
         name = folder.name
     scheme = SCHEMES[precision]
     key = _digest(name, precision, framework, export.EXPORT_VERSION,
@@ -199,9 +197,7 @@ def _prepare_genai(model, spec, precision, framework, cache_dir, accuracy_level)
 
 
 def _prepare_gguf(model, spec, precision, cache_dir: Path) -> Variant:
-    folder = cache_dir / f"{model}-hf-{_digest(spec.key(), hf_folder.FOLDER_VERSION)}"
-    if not folder.exists():
-        hf_folder.write_folder(spec, spec.architecture, folder)
+    folder = _own_folder(model, spec, cache_dir)
     path = (
         cache_dir / f"{model}-{precision}-gguf-{_digest(folder.name, precision, GGUF_VERSION)}.gguf"
     )
@@ -220,6 +216,14 @@ def _prepare_gguf(model, spec, precision, cache_dir: Path) -> Variant:
         weight_bytes_per_token=streamed, file_bytes=path.stat().st_size,
         params=param_count(spec), notes=(f"GGUF {GGUF_TYPES[precision]}",),
     )  # fmt: skip
+
+
+def _own_folder(model: str, spec: DecoderSpec, cache_dir: Path) -> Path:
+    """A built-in model's Hugging Face folder, written once into the cache."""
+    folder = cache_dir / f"{model}-hf-{_digest(spec.key(), hf_folder.FOLDER_VERSION)}"
+    if not folder.exists():
+        hf_folder.write_folder(spec, spec.architecture, folder)
+    return folder
 
 
 def _digest(*parts: str) -> str:
